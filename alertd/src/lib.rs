@@ -1,0 +1,1 @@
+//! alertd: rule evaluation and the notification pipeline. Not built yet; see ARCHITECTURE.md.

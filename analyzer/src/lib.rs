@@ -1,0 +1,1 @@
+//! Analyzer: detectors and forecasters. Not built yet; see ARCHITECTURE.md.

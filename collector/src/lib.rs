@@ -1,0 +1,1 @@
+//! Node collector: sources → batches → sinks. Not built yet; see ARCHITECTURE.md.

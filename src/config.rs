@@ -1,0 +1,178 @@
+//! `argus.toml`: parsed (serde, unknown fields refused), then validated into options that cannot be
+//! invalid. No file at all gives a working default.
+
+use anyhow::{Context, Result, bail};
+use argus_store::wal::WalSync;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: Server,
+    #[serde(default)]
+    pub store: Store,
+    #[serde(default)]
+    pub auth: Auth,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    #[serde(default = "default_listen")]
+    pub listen: String,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Server { listen: default_listen() }
+    }
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:9700".into()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Store {
+    pub data_dir: Option<PathBuf>,
+    /// e.g. "35d"
+    pub retention: Option<String>,
+    /// e.g. "10m"
+    pub max_future: Option<String>,
+    /// "always" (default), "never", or an interval such as "1s"
+    pub wal_sync: Option<String>,
+    /// e.g. "4GiB"; default a quarter of the machine's memory
+    pub memory_limit: Option<String>,
+    pub max_body_bytes: Option<usize>,
+    pub max_line_bytes: Option<usize>,
+    pub max_labels_per_series: Option<usize>,
+    pub max_query_samples: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Auth {
+    /// Tokens accepted on writes (`Authorization: Token …` or `Bearer …`). Empty: writes are open.
+    #[serde(default)]
+    pub tokens: Vec<String>,
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        Self::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))
+    }
+
+    /// Parses and validates; errors read `line:column: reason`.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let c: Config = toml::from_str(text).map_err(|e| {
+            let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+            format!("{line}:{col}: {}", e.message())
+        })?;
+        c.validate().map_err(|e| format!("1:1: {e}"))?;
+        Ok(c)
+    }
+
+    fn validate(&self) -> Result<()> {
+        self.server
+            .listen
+            .parse::<std::net::SocketAddr>()
+            .with_context(|| format!("server.listen {:?} is not an address", self.server.listen))?;
+        self.store_options(Path::new("data"))?;
+        Ok(())
+    }
+
+    pub fn store_options(&self, default_dir: &Path) -> Result<argus_store::Options> {
+        let s = &self.store;
+        let mut o = argus_store::Options::new(s.data_dir.clone().unwrap_or_else(|| default_dir.to_path_buf()));
+        if let Some(r) = &s.retention {
+            o.retention = duration("store.retention", r)?;
+        }
+        if let Some(r) = &s.max_future {
+            o.max_future = duration("store.max_future", r)?;
+        }
+        if let Some(w) = &s.wal_sync {
+            o.wal_sync = match w.as_str() {
+                "always" => WalSync::Always,
+                "never" => WalSync::Never,
+                other => WalSync::Interval(duration("store.wal_sync", other)?),
+            };
+        }
+        if let Some(m) = &s.memory_limit {
+            o.memory_limit = bytes("store.memory_limit", m)?;
+        }
+        Ok(o)
+    }
+
+    pub fn limits(&self) -> argus_store::http::Limits {
+        let mut l = argus_store::http::Limits::default();
+        let s = &self.store;
+        l.max_body_bytes = s.max_body_bytes.unwrap_or(l.max_body_bytes);
+        l.max_line_bytes = s.max_line_bytes.unwrap_or(l.max_line_bytes);
+        l.max_labels_per_series = s.max_labels_per_series.unwrap_or(l.max_labels_per_series);
+        l.max_query_samples = s.max_query_samples.unwrap_or(l.max_query_samples);
+        l
+    }
+}
+
+pub fn duration(field: &str, s: &str) -> Result<Duration> {
+    let d = humantime::parse_duration(s)
+        .with_context(|| format!("{field}: {s:?} is not a duration (e.g. 35d, 10m, 1s)"))?;
+    if d.is_zero() {
+        bail!("{field}: must be more than zero");
+    }
+    Ok(d)
+}
+
+/// "512MiB", "4GiB", "1000000" (bytes).
+pub fn bytes(field: &str, s: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().with_context(|| format!("{field}: {s:?} is not a size (e.g. 512MiB, 4GiB)"))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        u => bail!("{field}: unknown unit {u:?} (use B, KiB, MiB, GiB, KB, MB or GB)"),
+    };
+    n.checked_mul(mult).with_context(|| format!("{field}: {s:?} is too large"))
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |p| p + 1) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_line_and_field() {
+        let e = Config::parse("[store]\nretention = \"35d\"\nbogus = 1\n").unwrap_err();
+        assert!(e.starts_with("3:1: unknown field `bogus`"), "{e}");
+        let e = Config::parse("[store]\nretention = \"soon\"\n").unwrap_err();
+        assert!(e.contains("store.retention: \"soon\" is not a duration"), "{e}");
+        let e = Config::parse("[store]\nmemory_limit = \"4 parsecs\"\n").unwrap_err();
+        assert!(e.contains("store.memory_limit"), "{e}");
+        assert!(Config::parse("").is_ok());
+    }
+
+    #[test]
+    fn shipped_example_loads() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/argus.toml");
+        let c = Config::load(&p).unwrap();
+        assert_eq!(c.server.listen, "127.0.0.1:9700");
+    }
+}

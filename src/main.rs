@@ -1,0 +1,49 @@
+//! The one Argus binary: wires the crates together. See ARCHITECTURE.md.
+
+mod config;
+mod serve;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "argus", version, about = "Monitoring and intelligent alerting for GPU clusters")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the server: the embedded store and every API on one listener.
+    Serve(serve::Args),
+    /// Validate configuration files; exits 1 with file:line:column and the reason.
+    CheckConfig {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Serve(args) => serve::run(args),
+        Cmd::CheckConfig { files } => {
+            let mut bad = false;
+            for f in &files {
+                match config::Config::load(f) {
+                    Ok(_) => println!("{}: ok", f.display()),
+                    Err(e) => {
+                        eprintln!("{e:#}");
+                        bad = true;
+                    }
+                }
+            }
+            if bad {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+    }
+}

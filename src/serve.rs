@@ -1,0 +1,112 @@
+//! `argus serve`: opens the store, serves every API on one listener, runs upkeep, and on SIGTERM or
+//! Ctrl-C stops accepting, flushes the head into blocks and exits 0.
+
+use crate::config::{self, Config};
+use anyhow::{Context, Result};
+use argus_store::Db;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Configuration file (argus.toml); without it the defaults apply.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:9700].
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Data directory [default: ./data].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// How long samples are kept, from the wall clock [default: 35d].
+    #[arg(long)]
+    retention: Option<String>,
+    /// Do not run the local node collector.
+    #[arg(long)]
+    no_collector: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let cfg = match &args.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    let mut opts = cfg.store_options(&PathBuf::from("data"))?;
+    if let Some(d) = &args.data_dir {
+        opts.data_dir = d.clone();
+    }
+    if let Some(r) = &args.retention {
+        opts.retention = config::duration("--retention", r)?;
+    }
+    let listen: SocketAddr = match args.listen {
+        Some(l) => l,
+        None => cfg.server.listen.parse().context("server.listen")?,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(serve(cfg, opts, listen, args.no_collector))
+}
+
+async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_collector: bool) -> Result<()> {
+    let data_dir = opts.data_dir.clone();
+    let db = tokio::task::spawn_blocking(move || Db::open(opts)).await?.context("opening the store")?;
+    let db = Arc::new(db);
+    let state = argus_store::http::State::new(db.clone(), cfg.limits(), cfg.auth.tokens.clone(), Default::default());
+    let app = argus_store::http::router(state);
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
+    // With port 0 the system picks one: report the real address.
+    let listen = listener.local_addr().unwrap_or(listen);
+    tracing::info!(
+        listen = %listen,
+        data_dir = %data_dir.display(),
+        "Argus is up: write to http://{listen}/api/v2/write, query at http://{listen}/api/v1/query, metrics at http://{listen}/metrics"
+    );
+    if !no_collector {
+        tracing::info!("The node collector is not part of this build yet; only the store runs");
+    }
+    let upkeep_db = db.clone();
+    let upkeep = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(10));
+        loop {
+            tick.tick().await;
+            let d = upkeep_db.clone();
+            if let Ok(Err(e)) = tokio::task::spawn_blocking(move || d.maintain()).await {
+                tracing::error!(error = %e, "Store upkeep failed");
+            }
+        }
+    });
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    upkeep.abort();
+    tracing::info!("Shutting down: flushing the head into blocks");
+    let d = db.clone();
+    tokio::task::spawn_blocking(move || d.flush()).await?.context("final flush")?;
+    if let Ok(db) = Arc::try_unwrap(db) {
+        db.close();
+    }
+    tracing::info!("Stopped cleanly");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "Cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = term => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+}

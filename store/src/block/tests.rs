@@ -1,0 +1,61 @@
+use super::*;
+use crate::chunk::Encoding;
+use argus_model::{Event, Labels, MatchOp, Matcher, Sample};
+
+fn series(name: &str, host: &str, n: i64) -> (Labels, Vec<Sample>) {
+    let l = Labels::from_pairs([("__name__", name), ("host", host)]);
+    (l, (0..n).map(|i| Sample::new(1_000 + i * 10_000, i as f64 * 0.5)).collect())
+}
+
+#[test]
+fn write_open_select_round_trip() {
+    let d = tempfile::tempdir().unwrap();
+    let ev = Event {
+        labels: Labels::from_pairs([("__name__", "event_message"), ("host", "a")]),
+        t: 5_000,
+        text: "CUDA out of memory".into(),
+    };
+    let (path, meta) = write_block(
+        d.path(),
+        Encoding::Pco,
+        Lineage { id: 7, seq: 7, level: 0, sources: Vec::new() },
+        vec![series("gpu_util", "a", 5000), series("gpu_util", "b", 3), series("host_load", "a", 1)],
+        vec![ev.clone()],
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(path.file_name().unwrap(), "b-000000000007");
+    assert_eq!((meta.series, meta.samples, meta.chunks, meta.events), (3, 5004, 4, 1), "5000 samples make two chunks");
+    let b = Block::open(&path).unwrap();
+    assert_eq!(b.meta, meta);
+    let got = b.select(&[Matcher::eq("__name__", "gpu_util")], 0, i64::MAX).unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].1.len(), 5000);
+    assert_eq!(got[0].1[4999], Sample::new(1_000 + 4999 * 10_000, 2499.5));
+    let part = b.select(&[Matcher::new("host", MatchOp::RegexMatch, "a").unwrap()], 11_000, 21_000).unwrap();
+    assert_eq!(part.len(), 1, "host_load's only sample is outside the range");
+    assert_eq!(part[0].1, vec![Sample::new(11_000, 0.5), Sample::new(21_000, 1.0)]);
+    assert_eq!(b.events(&[Matcher::eq("host", "a")], 0, 10_000).unwrap(), vec![ev]);
+    assert!(b.events(&[Matcher::eq("host", "b")], 0, 10_000).unwrap().is_empty());
+}
+
+#[test]
+fn corrupt_index_is_reported_not_panicking() {
+    let d = tempfile::tempdir().unwrap();
+    let (path, _) = write_block(
+        d.path(),
+        Encoding::Gorilla,
+        Lineage { id: 1, seq: 1, level: 0, sources: Vec::new() },
+        vec![series("m", "a", 10)],
+        Vec::new(),
+    )
+    .unwrap()
+    .unwrap();
+    let idx = path.join("index");
+    let mut data = std::fs::read(&idx).unwrap();
+    let n = data.len();
+    data[n / 2] ^= 0x55;
+    std::fs::write(&idx, data).unwrap();
+    let e = Block::open(&path).err().unwrap().to_string();
+    assert!(e.contains("checksum mismatch"), "{e}");
+}

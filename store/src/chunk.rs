@@ -1,0 +1,132 @@
+//! Immutable compressed chunks: the timestamps and values of one series over a span of time.
+//!
+//! A chunk is self-describing: one encoding byte, the sample count as a uvarint, then the
+//! encoding's payload (docs/format/chunk.md). The caller stores each chunk's length. Blocks
+//! written with either encoding stay readable whatever `DEFAULT_ENCODING` is.
+//!
+//! **Invariant:** values round-trip bit for bit (NaN payloads such as Prometheus' stale
+//! marker, -0.0, infinities, subnormals); decoding corrupt or truncated input returns an error
+//! and never panics.
+
+mod bits;
+mod gorilla;
+mod pco;
+#[cfg(test)]
+mod tests;
+mod varint;
+
+/// How a chunk's payload is compressed; the discriminant is the chunk's first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Encoding {
+    /// Facebook's Gorilla, laid out as Prometheus' XOR chunk.
+    Gorilla = 1,
+    /// `pco`-compressed values, with timestamps as start and step when on a grid and as a
+    /// second pco stream otherwise.
+    Pco = 2,
+}
+
+/// What the store writes: pco, smaller than Gorilla on both the generated GPU workload and the
+/// Alibaba trace at every measured chunk size (bench/RESULTS.md).
+pub const DEFAULT_ENCODING: Encoding = Encoding::Pco;
+
+/// Why a chunk could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkError {
+    #[error("chunk is truncated")]
+    Truncated,
+    #[error("corrupt chunk: {0}")]
+    Corrupt(&'static str),
+    #[error("unknown chunk encoding {0}")]
+    UnknownEncoding(u8),
+    #[error("corrupt pco payload: {}", .0.message)]
+    Pco(#[from] ::pco::errors::PcoError),
+}
+
+impl Encoding {
+    /// The encoding byte on disk.
+    pub fn tag(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_tag(tag: u8) -> Option<Self> {
+        match tag {
+            1 => Some(Self::Gorilla),
+            2 => Some(Self::Pco),
+            _ => None,
+        }
+    }
+}
+
+/// Appends one chunk holding `ts` (milliseconds, strictly increasing) and `vals` to `out`.
+///
+/// `Encoding::Pco` writes a Gorilla chunk instead where that is smaller (tiny or near-constant
+/// chunks, where pco's tables outweigh its savings) or where pco cannot be used (no samples,
+/// more than 2^20). Mismatched lengths are a caller bug; the longer slice is cut.
+pub fn encode(enc: Encoding, ts: &[i64], vals: &[f64], out: &mut Vec<u8>) {
+    debug_assert_eq!(ts.len(), vals.len(), "timestamps and values differ in length");
+    let n = ts.len().min(vals.len());
+    let (ts, vals) = (&ts[..n], &vals[..n]);
+    let start = out.len();
+    if enc == Encoding::Pco && (1..=pco::MAX_SAMPLES).contains(&n) {
+        out.push(Encoding::Pco.tag());
+        varint::put_uvarint(out, n as u64);
+        if pco::encode(ts, vals, out).is_ok() {
+            // Gorilla costs a few percent of pco's encode time; trying it is cheaper than
+            // guessing when it wins.
+            let gorilla_start = out.len();
+            encode_gorilla(ts, vals, out);
+            if out.len() - gorilla_start < gorilla_start - start {
+                out.drain(start..gorilla_start);
+            } else {
+                out.truncate(gorilla_start);
+            }
+            return;
+        }
+        out.truncate(start);
+    }
+    encode_gorilla(ts, vals, out);
+}
+
+fn encode_gorilla(ts: &[i64], vals: &[f64], out: &mut Vec<u8>) {
+    out.push(Encoding::Gorilla.tag());
+    varint::put_uvarint(out, ts.len() as u64);
+    gorilla::encode(ts, vals, out);
+}
+
+/// Decodes a whole chunk (exactly the bytes `encode` appended).
+pub fn decode(data: &[u8]) -> Result<(Vec<i64>, Vec<f64>), ChunkError> {
+    let (mut ts, mut vals) = (Vec::new(), Vec::new());
+    decode_into(data, &mut ts, &mut vals)?;
+    Ok((ts, vals))
+}
+
+/// Appends a chunk's samples to `ts` and `vals` and returns how many; on error both are left
+/// as they were.
+pub fn decode_into(data: &[u8], ts: &mut Vec<i64>, vals: &mut Vec<f64>) -> Result<usize, ChunkError> {
+    let (ts_len, vals_len) = (ts.len(), vals.len());
+    let result = decode_appending(data, ts, vals);
+    if result.is_err() {
+        ts.truncate(ts_len);
+        vals.truncate(vals_len);
+    }
+    result
+}
+
+/// The encoding of a chunk, read from its first byte.
+pub fn encoding_of(data: &[u8]) -> Result<Encoding, ChunkError> {
+    let &tag = data.first().ok_or(ChunkError::Truncated)?;
+    Encoding::from_tag(tag).ok_or(ChunkError::UnknownEncoding(tag))
+}
+
+fn decode_appending(data: &[u8], ts: &mut Vec<i64>, vals: &mut Vec<f64>) -> Result<usize, ChunkError> {
+    let enc = encoding_of(data)?;
+    let (n, len) = varint::uvarint(&data[1..])?;
+    let n = usize::try_from(n).map_err(|_| ChunkError::Corrupt("sample count overflows"))?;
+    let payload = &data[1 + len..];
+    match enc {
+        Encoding::Gorilla => gorilla::decode(payload, n, ts, vals)?,
+        Encoding::Pco => pco::decode(payload, n, ts, vals)?,
+    }
+    Ok(n)
+}

@@ -1,0 +1,352 @@
+//! The embedded engine: the head, the WAL with group commit, and the blocks, behind one handle.
+//!
+//! Writes: a request resolves its series in the head, then hands one WAL entry to the committer
+//! thread, which writes and fsyncs a group of entries, applies them to the head in WAL order, and only
+//! then acknowledges them. Reads merge blocks (by `seq`), the frozen head and the head; where two hold
+//! the same timestamp, the newer source wins.
+
+mod append;
+mod commit;
+mod flush;
+mod options;
+
+pub use append::{WriteError, WriteStats};
+pub use options::Options;
+
+use crate::block::{Block, BlockError};
+use crate::head::{Head, SeriesSamples};
+use crate::metrics::Metrics;
+use crate::wal::{Record, Wal, WalError};
+use argus_model::{Event, Labels, Matcher, Sample};
+use commit::Committer;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeSet, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    #[error(transparent)]
+    Block(#[from] BlockError),
+    #[error("data directory {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("the store is shutting down")]
+    Closed,
+}
+
+/// One selected series with its samples, sorted by time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub labels: Arc<Labels>,
+    pub samples: Vec<Sample>,
+}
+
+pub(crate) struct Shared {
+    pub opts: Options,
+    pub head: RwLock<Head>,
+    /// Sorted by `seq`, oldest first.
+    pub blocks: RwLock<Vec<Arc<Block>>>,
+    pub wal: Mutex<Wal>,
+    pub flush_lock: Mutex<()>,
+    pub next_id: AtomicU64,
+    pub metrics: Metrics,
+}
+
+pub struct Db {
+    shared: Arc<Shared>,
+    committer: Committer,
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Db {
+    /// Opens (or creates) the store in `opts.data_dir`, replaying the WAL into the head.
+    pub fn open(opts: Options) -> Result<Db, DbError> {
+        let dir = opts.data_dir.clone();
+        let blocks_dir = dir.join("blocks");
+        fs::create_dir_all(&blocks_dir).map_err(|source| DbError::Io { path: blocks_dir.clone(), source })?;
+        let blocks = load_blocks(&blocks_dir)?;
+        let next_id = blocks.iter().map(|b| b.meta.id.max(b.meta.seq)).max().unwrap_or(0) + 1;
+        let mut head = Head::default();
+        let mut unknown = 0usize;
+        let mut events = Vec::new();
+        let (wal, report) = Wal::open(&dir.join("wal"), opts.wal_segment_bytes, |records| {
+            for r in records {
+                match r {
+                    Record::Series(s) => s.into_iter().for_each(|(r, l)| head.insert(r, l)),
+                    Record::Samples(s) => unknown += head.append(&s),
+                    Record::Events(e) => events.extend(e),
+                }
+            }
+        })?;
+        head.append_events(events);
+        let metrics = Metrics::default();
+        for (path, bytes, why) in &report.truncated {
+            tracing::warn!(path = %path.display(), bytes, reason = %why, "Truncated a torn WAL tail on recovery");
+            metrics.wal_truncated_bytes.inc_by(*bytes);
+        }
+        if unknown > 0 {
+            tracing::warn!(samples = unknown, "WAL samples referenced unknown series and were skipped");
+        }
+        tracing::info!(
+            segments = report.segments,
+            entries = report.entries,
+            series = head.series_count(),
+            samples = head.sample_count(),
+            blocks = blocks.len(),
+            "Store opened"
+        );
+        let shared = Arc::new(Shared {
+            opts,
+            head: RwLock::new(head),
+            blocks: RwLock::new(blocks),
+            wal: Mutex::new(wal),
+            flush_lock: Mutex::new(()),
+            next_id: AtomicU64::new(next_id),
+            metrics,
+        });
+        shared.update_gauges();
+        let committer = Committer::start(shared.clone());
+        Ok(Db { shared, committer })
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.shared.opts
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// Series selected by the matchers with their samples in [mint, maxt], sorted by labels.
+    pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<Series>, DbError> {
+        let blocks: Vec<Arc<Block>> =
+            self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect();
+        // Sources oldest first; each later one overrides equal timestamps.
+        let mut parts: Vec<Vec<SeriesSamples>> = Vec::with_capacity(blocks.len() + 2);
+        for b in &blocks {
+            parts.push(b.select(matchers, mint, maxt)?);
+        }
+        {
+            let head = self.shared.head.read();
+            if let Some(f) = &head.frozen {
+                parts.push(
+                    f.series
+                        .iter()
+                        .filter(|(l, _)| matches(matchers, l))
+                        .filter_map(|(l, s)| {
+                            let v = crate::head::in_range(s, mint, maxt);
+                            (!v.is_empty()).then(|| (l.clone(), v.to_vec()))
+                        })
+                        .collect(),
+                );
+            }
+            parts.push(head.select(matchers, mint, maxt));
+        }
+        Ok(merge_sources(parts))
+    }
+
+    /// Label sets of the series selected by the matchers with samples in [mint, maxt], sorted.
+    pub fn series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Arc<Labels>> {
+        let mut set: BTreeSet<Arc<Labels>> = BTreeSet::new();
+        for b in self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)) {
+            set.extend(b.select_labels(matchers, mint, maxt));
+        }
+        let head = self.shared.head.read();
+        if let Some(f) = &head.frozen {
+            set.extend(
+                f.series
+                    .iter()
+                    .filter(|(l, s)| matches(matchers, l) && !crate::head::in_range(s, mint, maxt).is_empty())
+                    .map(|(l, _)| l.clone()),
+            );
+        }
+        set.extend(head.select_labels(matchers, mint, maxt));
+        set.into_iter().collect()
+    }
+
+    /// Label names of the selected series (all series when `matchers` is empty), sorted.
+    pub fn label_names(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<String> {
+        let mut names = BTreeSet::new();
+        for s in self.series_or_all(matchers, mint, maxt) {
+            names.extend(s.iter().map(|l| l.name.clone()));
+        }
+        names.into_iter().collect()
+    }
+
+    /// Values of one label over the selected series (all series when `matchers` is empty), sorted.
+    pub fn label_values(&self, name: &str, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<String> {
+        let mut values = BTreeSet::new();
+        for s in self.series_or_all(matchers, mint, maxt) {
+            if let Some(v) = s.get(name) {
+                values.insert(v.to_string());
+            }
+        }
+        values.into_iter().collect()
+    }
+
+    fn series_or_all(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Arc<Labels>> {
+        if matchers.is_empty() {
+            // Every series has a name; `=~".+"` on it selects all.
+            let all =
+                [Matcher::new(argus_model::METRIC_NAME, argus_model::MatchOp::RegexMatch, ".+").expect("static regex")];
+            return self.series(&all, mint, maxt);
+        }
+        self.series(matchers, mint, maxt)
+    }
+
+    /// Events whose labels the matchers select, in [mint, maxt], sorted by time.
+    pub fn events(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<Event>, DbError> {
+        let mut out = Vec::new();
+        for b in self.shared.blocks.read().iter() {
+            out.extend(b.events(matchers, mint, maxt)?);
+        }
+        let head = self.shared.head.read();
+        let keep = |e: &&Event| e.t >= mint && e.t <= maxt && matches(matchers, &e.labels);
+        if let Some(f) = &head.frozen {
+            out.extend(f.events.iter().filter(keep).cloned());
+        }
+        out.extend(head.events().iter().filter(keep).cloned());
+        out.sort_by_key(|e| e.t);
+        Ok(out)
+    }
+
+    /// Moves the whole head into blocks, truncates the WAL and compacts; returns once done.
+    pub fn flush(&self) -> Result<(), DbError> {
+        flush::flush(&self.shared, &self.committer)?;
+        flush::compact(&self.shared)?;
+        Ok(())
+    }
+
+    /// Periodic upkeep: flush when the head spans a block range or outgrows half its budget, compact,
+    /// and delete blocks past retention.
+    pub fn maintain(&self) -> Result<(), DbError> {
+        let (span, bytes) = {
+            let h = self.shared.head.read();
+            (h.time_range().map_or(0, |(a, b)| b - a), h.bytes())
+        };
+        if span >= self.shared.opts.block_range_ms || bytes > self.shared.opts.head_budget() / 2 {
+            flush::flush(&self.shared, &self.committer)?;
+        }
+        flush::compact(&self.shared)?;
+        flush::apply_retention(&self.shared, now_ms())?;
+        Ok(())
+    }
+
+    /// Whether the head holds more than its share of the memory limit (writes should be refused).
+    pub fn over_budget(&self) -> bool {
+        self.shared.head.read().bytes() > self.shared.opts.head_budget()
+    }
+
+    /// Bytes of the head, for the admission check and the status page.
+    pub fn head_bytes(&self) -> usize {
+        self.shared.head.read().bytes()
+    }
+
+    /// Stops the committer after it has written what it was given. Callers flush first if they want
+    /// the head in blocks; the WAL alone keeps everything acknowledged.
+    pub fn close(self) {
+        self.committer.stop();
+    }
+}
+
+impl Shared {
+    pub fn update_gauges(&self) {
+        let m = &self.metrics;
+        {
+            let h = self.head.read();
+            m.head_series.set(h.series_count() as i64);
+            m.head_samples.set(h.sample_count() as i64);
+            m.head_bytes.set(h.bytes() as i64);
+        }
+        let b = self.blocks.read();
+        m.blocks.set(b.len() as i64);
+        m.blocks_bytes.set(b.iter().map(|b| b.size as i64).sum());
+    }
+
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::SeqCst)
+    }
+}
+
+pub(crate) fn matches(matchers: &[Matcher], labels: &Labels) -> bool {
+    matchers.iter().all(|m| m.matches(labels.get(&m.name).unwrap_or("")))
+}
+
+/// Merges per-source results (oldest source first) into one series list sorted by labels.
+fn merge_sources(parts: Vec<Vec<SeriesSamples>>) -> Vec<Series> {
+    let mut by_labels: HashMap<Arc<Labels>, Vec<Vec<Sample>>> = HashMap::new();
+    for part in parts {
+        for (l, s) in part {
+            by_labels.entry(l).or_default().push(s);
+        }
+    }
+    let mut out: Vec<Series> = by_labels
+        .into_iter()
+        .map(|(labels, mut lists)| {
+            let samples = if lists.len() == 1 { lists.pop().unwrap_or_default() } else { merge_samples(lists) };
+            Series { labels, samples }
+        })
+        .collect();
+    out.sort_by(|a, b| a.labels.cmp(&b.labels));
+    out
+}
+
+/// Merges sorted sample lists, oldest list first; at equal timestamps the latest list wins.
+pub(crate) fn merge_samples(lists: Vec<Vec<Sample>>) -> Vec<Sample> {
+    let mut all: Vec<(Sample, usize)> = Vec::with_capacity(lists.iter().map(Vec::len).sum());
+    for (prio, l) in lists.into_iter().enumerate() {
+        all.extend(l.into_iter().map(|s| (s, prio)));
+    }
+    // Stable sort by time then priority; keep the last of each timestamp.
+    all.sort_by(|a, b| a.0.t.cmp(&b.0.t).then(a.1.cmp(&b.1)));
+    let mut out: Vec<Sample> = Vec::with_capacity(all.len());
+    for (s, _) in all {
+        match out.last_mut() {
+            Some(last) if last.t == s.t => *last = s,
+            _ => out.push(s),
+        }
+    }
+    out
+}
+
+/// Opens every block; removes half-written (`.tmp`) ones and sources of an interrupted compaction.
+fn load_blocks(dir: &Path) -> Result<Vec<Arc<Block>>, DbError> {
+    let io = |source| DbError::Io { path: dir.to_path_buf(), source };
+    let mut blocks = Vec::new();
+    for e in fs::read_dir(dir).map_err(io)? {
+        let e = e.map_err(io)?;
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.ends_with(".tmp") || name.ends_with(".deleted") {
+            tracing::warn!(path = %path.display(), "Removing an incomplete block left by a crash");
+            fs::remove_dir_all(&path).map_err(io)?;
+            continue;
+        }
+        if name.starts_with("b-") {
+            blocks.push(Block::open(&path)?);
+        }
+    }
+    let replaced: BTreeSet<u64> = blocks.iter().flat_map(|b| b.meta.sources.iter().copied()).collect();
+    let mut kept = Vec::new();
+    for b in blocks {
+        if replaced.contains(&b.meta.id) {
+            tracing::warn!(block = %b.dir.display(), "Removing a block already compacted into another");
+            fs::remove_dir_all(&b.dir).map_err(io)?;
+        } else {
+            kept.push(Arc::new(b));
+        }
+    }
+    kept.sort_by_key(|b| (b.meta.seq, b.meta.id));
+    Ok(kept)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,231 @@
+//! Group commit: one thread owns WAL writes. Requests queue their entries; the thread writes every
+//! queued entry, fsyncs once (per the sync policy), applies the group to the head in WAL order, and
+//! then acknowledges each request. Under load many requests share one fsync.
+
+use super::{DbError, Shared};
+use crate::head::Frozen;
+use crate::wal::{RefSample, WalSync, encode_series};
+use argus_model::Event;
+use std::collections::VecDeque;
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where a request waits for its acknowledgement.
+type Ack = mpsc::SyncSender<Result<(), String>>;
+/// An entry written but not yet applied and acknowledged.
+type Written = (Vec<RefSample>, Vec<Event>, Ack);
+
+pub(crate) enum Job {
+    /// Series records: written before any entry that refers to them, never acknowledged.
+    Series(Vec<u8>),
+    Append {
+        payload: Vec<u8>,
+        samples: Vec<RefSample>,
+        events: Vec<Event>,
+        done: mpsc::SyncSender<Result<(), String>>,
+    },
+    /// Freezes the head and starts a new WAL segment holding every live series.
+    Cut {
+        done: mpsc::SyncSender<Result<(Arc<Frozen>, u64), String>>,
+    },
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    stopping: bool,
+}
+
+pub(crate) struct Committer {
+    queue: Arc<(Mutex<Queue>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Committer {
+    pub fn start(shared: Arc<Shared>) -> Committer {
+        let queue: Arc<(Mutex<Queue>, Condvar)> = Arc::default();
+        let q = queue.clone();
+        let thread = std::thread::Builder::new().name("wal-commit".into()).spawn(move || run(&shared, &q)).ok();
+        if thread.is_none() {
+            tracing::error!("Could not start the WAL commit thread; writes will fail");
+        }
+        Committer { queue, thread }
+    }
+
+    pub fn submit(&self, job: Job) -> Result<(), DbError> {
+        let (lock, cv) = &*self.queue;
+        let mut q = lock.lock().map_err(|_| DbError::Closed)?;
+        if q.stopping || self.thread.is_none() {
+            return Err(DbError::Closed);
+        }
+        q.jobs.push_back(job);
+        cv.notify_one();
+        Ok(())
+    }
+
+    pub fn stop(mut self) {
+        self.stop_inner();
+    }
+
+    fn stop_inner(&mut self) {
+        if let Ok(mut q) = self.queue.0.lock() {
+            q.stopping = true;
+        }
+        self.queue.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Committer {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+fn run(shared: &Shared, queue: &(Mutex<Queue>, Condvar)) {
+    let (lock, cv) = queue;
+    let mut last_sync = Instant::now();
+    let mut dirty = false;
+    loop {
+        let jobs: Vec<Job> = {
+            let Ok(mut q) = lock.lock() else { return };
+            while q.jobs.is_empty() && !q.stopping {
+                let wait = match shared.opts.wal_sync {
+                    WalSync::Interval(d) if dirty => d,
+                    _ => Duration::from_secs(3600),
+                };
+                let Ok((g, _)) = cv.wait_timeout(q, wait) else { return };
+                q = g;
+                if dirty && q.jobs.is_empty() {
+                    break;
+                }
+            }
+            if q.jobs.is_empty() && q.stopping {
+                let _ = shared.wal.lock().sync();
+                return;
+            }
+            q.jobs.drain(..).collect()
+        };
+        if jobs.is_empty() {
+            // Interval policy: the timer ran out with unsynced writes.
+            if let Err(e) = sync(shared, &mut last_sync, &mut dirty, true) {
+                tracing::error!(error = %e, "Periodic WAL sync failed");
+            }
+            continue;
+        }
+        let mut group: Vec<Written> = Vec::new();
+        let mut failed: Option<String> = None;
+        for job in jobs {
+            match job {
+                Job::Series(payload) => {
+                    if let Err(e) = shared.wal.lock().append(&payload) {
+                        failed.get_or_insert(e.to_string());
+                    }
+                }
+                Job::Append { payload, samples, events, done } => {
+                    if let Err(e) = shared.wal.lock().append(&payload) {
+                        failed.get_or_insert(e.to_string());
+                    }
+                    group.push((samples, events, done));
+                    dirty = true;
+                }
+                Job::Cut { done } => {
+                    finish_group(shared, &mut group, &mut failed, &mut last_sync, &mut dirty);
+                    let _ = done.send(cut(shared));
+                }
+            }
+        }
+        finish_group(shared, &mut group, &mut failed, &mut last_sync, &mut dirty);
+    }
+}
+
+/// Syncs (per policy), applies and acknowledges the group; on a WAL error nothing is applied and
+/// every request in the group gets the error.
+fn finish_group(
+    shared: &Shared,
+    group: &mut Vec<Written>,
+    failed: &mut Option<String>,
+    last_sync: &mut Instant,
+    dirty: &mut bool,
+) {
+    if group.is_empty() && failed.is_none() {
+        return;
+    }
+    if failed.is_none()
+        && let Err(e) = sync(shared, last_sync, dirty, false)
+    {
+        *failed = Some(e);
+    }
+    if let Some(e) = failed.take() {
+        tracing::error!(error = %e, requests = group.len(), "WAL write failed; batches refused");
+        for (_, _, done) in group.drain(..) {
+            let _ = done.send(Err(e.clone()));
+        }
+        return;
+    }
+    let mut stored = 0u64;
+    let mut nevents = 0u64;
+    {
+        let mut head = shared.head.write();
+        for (samples, events, _) in group.iter_mut() {
+            head.append(samples);
+            stored += samples.len() as u64;
+            nevents += events.len() as u64;
+            if !events.is_empty() {
+                head.append_events(std::mem::take(events));
+            }
+        }
+        shared.metrics.head_samples.set(head.sample_count() as i64);
+        shared.metrics.head_series.set(head.series_count() as i64);
+        shared.metrics.head_bytes.set(head.bytes() as i64);
+    }
+    shared.metrics.samples_ingested.inc_by(stored);
+    shared.metrics.events_ingested.inc_by(nevents);
+    for (_, _, done) in group.drain(..) {
+        let _ = done.send(Ok(()));
+    }
+}
+
+fn sync(shared: &Shared, last_sync: &mut Instant, dirty: &mut bool, timer: bool) -> Result<(), String> {
+    let mut wal = shared.wal.lock();
+    let due = match shared.opts.wal_sync {
+        WalSync::Always => true,
+        WalSync::Interval(d) => timer || last_sync.elapsed() >= d,
+        WalSync::Never => false,
+    };
+    if due {
+        let t = Instant::now();
+        wal.sync().map_err(|e| e.to_string())?;
+        shared.metrics.wal_fsyncs.inc();
+        shared.metrics.wal_fsync_seconds.inc_by(t.elapsed().as_secs_f64());
+        *last_sync = Instant::now();
+        *dirty = false;
+    } else {
+        wal.flush().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Runs on the commit thread, so no entry can slip between the freeze and the new segment.
+fn cut(shared: &Shared) -> Result<(Arc<Frozen>, u64), String> {
+    let mut head = shared.head.write();
+    let frozen = head.freeze();
+    let mut wal = shared.wal.lock();
+    let segment = wal.cut().map_err(|e| e.to_string())?;
+    // The new segment must name every series the head still knows, since older segments will go.
+    let n = head.series_count() as u32;
+    let all: Vec<(u32, Arc<argus_model::Labels>)> =
+        (0..n).filter_map(|r| head.labels(r).map(|l| (r, l.clone()))).collect();
+    // Several entries, each well under the WAL's entry limit.
+    for part in all.chunks(50_000) {
+        let mut payload = Vec::new();
+        encode_series(&mut payload, part.iter().map(|(r, l)| (*r, &**l)));
+        wal.append(&payload).map_err(|e| e.to_string())?;
+    }
+    wal.sync().map_err(|e| e.to_string())?;
+    Ok((frozen, segment))
+}

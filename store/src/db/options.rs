@@ -1,0 +1,60 @@
+//! Engine options, with the defaults an operator gets when the configuration names none.
+
+use crate::chunk::{DEFAULT_ENCODING, Encoding};
+use crate::wal::WalSync;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub data_dir: PathBuf,
+    /// Samples older than this, measured from the wall clock, are dropped on ingest and deleted.
+    pub retention: Duration,
+    /// Samples further than this in the future make their batch invalid.
+    pub max_future: Duration,
+    pub wal_sync: WalSync,
+    pub wal_segment_bytes: u64,
+    /// The time range of a block cut from the head, and when the head is cut: once its samples span this.
+    pub block_range_ms: i64,
+    /// Compaction levels, ascending: blocks inside one aligned window of each length are merged into
+    /// one block once the window is closed (or at once when they overlap).
+    pub compact_ranges_ms: Vec<i64>,
+    /// The memory the whole store may use. The head is flushed early at half of it, and writes are
+    /// refused (503) while the head holds more than `head_budget_ratio` of it.
+    pub memory_limit: u64,
+    pub head_budget_ratio: f64,
+    pub encoding: Encoding,
+}
+
+impl Options {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Options {
+            data_dir: data_dir.into(),
+            retention: Duration::from_secs(35 * 24 * 3600),
+            max_future: Duration::from_secs(10 * 60),
+            wal_sync: WalSync::Always,
+            wal_segment_bytes: 128 << 20,
+            block_range_ms: 2 * 3600 * 1000,
+            compact_ranges_ms: vec![6 * 3600 * 1000, 24 * 3600 * 1000],
+            memory_limit: default_memory_limit(),
+            head_budget_ratio: 0.6,
+            encoding: DEFAULT_ENCODING,
+        }
+    }
+
+    pub fn head_budget(&self) -> usize {
+        (self.memory_limit as f64 * self.head_budget_ratio) as usize
+    }
+}
+
+/// A quarter of the machine's memory, at least 256 MiB, read from /proc/meminfo (4 GiB if unreadable).
+fn default_memory_limit() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    });
+    total.map_or(4 << 30, |t| (t / 4).max(256 << 20))
+}

@@ -1,0 +1,276 @@
+//! The head: the recent, mutable part of the store, in memory and covered by the WAL.
+//!
+//! Series get a dense `u32` reference for the life of the process (and of the WAL). Samples of a
+//! series are kept sorted by time; out-of-order samples are inserted, an identical rewrite is a no-op
+//! and a different value at the same millisecond replaces the old one.
+
+use crate::postings::Postings;
+use crate::wal::RefSample;
+use argus_model::{Event, Labels, Matcher, Sample, labels::hash_pairs};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Bytes one sample costs in the head, for memory accounting.
+pub const SAMPLE_BYTES: usize = std::mem::size_of::<Sample>();
+/// Fixed overhead per series beyond its labels: the series slot, hash entry and postings entries.
+const SERIES_OVERHEAD: usize = 160;
+
+/// A series' labels and samples, as selections return them.
+pub type SeriesSamples = (Arc<Labels>, Vec<Sample>);
+
+pub struct MemSeries {
+    pub labels: Arc<Labels>,
+    pub samples: Vec<Sample>,
+}
+
+impl MemSeries {
+    /// Returns true when the series changed.
+    fn put(&mut self, t: i64, v: f64) -> bool {
+        let s = Sample::new(t, v);
+        match self.samples.last() {
+            None => {}
+            Some(last) if last.t < t => {}
+            Some(last) if last.t == t => {
+                if last.same_as(&s) {
+                    return false;
+                }
+                let n = self.samples.len();
+                self.samples[n - 1] = s;
+                return true;
+            }
+            Some(_) => {
+                return match self.samples.binary_search_by(|x| x.t.cmp(&t)) {
+                    Ok(i) if self.samples[i].same_as(&s) => false,
+                    Ok(i) => {
+                        self.samples[i] = s;
+                        true
+                    }
+                    Err(i) => {
+                        self.samples.insert(i, s);
+                        true
+                    }
+                };
+            }
+        }
+        self.samples.push(s);
+        true
+    }
+}
+
+/// Head samples taken out by a flush: readable until they are in blocks.
+#[derive(Default)]
+pub struct Frozen {
+    pub series: Vec<(Arc<Labels>, Vec<Sample>)>,
+    pub events: Vec<Event>,
+}
+
+#[derive(Default)]
+pub struct Head {
+    series: Vec<MemSeries>,
+    by_hash: HashMap<u64, u32>,
+    /// Rare second and later series sharing a 64-bit hash.
+    collisions: HashMap<u64, Vec<u32>>,
+    postings: Postings,
+    events: Vec<Event>,
+    samples: usize,
+    label_bytes: usize,
+    event_bytes: usize,
+    pub frozen: Option<Arc<Frozen>>,
+    frozen_bytes: usize,
+}
+
+impl Head {
+    /// Finds a series by its label pairs (sorted by name), without building a label set.
+    pub fn lookup_pairs<'a>(&self, pairs: &[(&'a str, &'a str)]) -> Option<u32> {
+        let h = hash_pairs(pairs.iter().copied());
+        let r = *self.by_hash.get(&h)?;
+        if self.series[r as usize].labels.eq_pairs(pairs.iter().copied()) {
+            return Some(r);
+        }
+        self.collisions
+            .get(&h)?
+            .iter()
+            .copied()
+            .find(|r| self.series[*r as usize].labels.eq_pairs(pairs.iter().copied()))
+    }
+
+    pub fn lookup(&self, labels: &Labels) -> Option<u32> {
+        let pairs: Vec<(&str, &str)> = labels.iter().map(|l| (l.name.as_str(), l.value.as_str())).collect();
+        self.lookup_pairs(&pairs)
+    }
+
+    /// Returns the series' reference, creating it when new (the bool says so).
+    pub fn get_or_create(&mut self, labels: Labels) -> (u32, bool) {
+        if let Some(r) = self.lookup(&labels) {
+            return (r, false);
+        }
+        let r = self.series.len() as u32;
+        self.insert(r, labels);
+        (r, true)
+    }
+
+    /// Re-creates a series under a known reference (WAL replay).
+    pub fn insert(&mut self, r: u32, labels: Labels) {
+        if (r as usize) < self.series.len() {
+            return;
+        }
+        // References are dense; replay may skip numbers only if a series record was lost, so pad.
+        while self.series.len() < r as usize {
+            self.series.push(MemSeries { labels: Arc::new(Labels::default()), samples: Vec::new() });
+        }
+        let h = labels.stable_hash();
+        match self.by_hash.entry(h) {
+            std::collections::hash_map::Entry::Occupied(_) => self.collisions.entry(h).or_default().push(r),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(r);
+            }
+        }
+        self.postings.add(r, &labels);
+        self.label_bytes += labels.heap_bytes() * 2 + SERIES_OVERHEAD;
+        self.series.push(MemSeries { labels: Arc::new(labels), samples: Vec::new() });
+    }
+
+    /// Applies samples; a reference the head does not know is skipped and counted (it can only come
+    /// from a WAL whose series record was cut off).
+    pub fn append(&mut self, samples: &[RefSample]) -> usize {
+        let mut unknown = 0;
+        for s in samples {
+            match self.series.get_mut(s.r as usize) {
+                Some(ms) => {
+                    let before = ms.samples.len();
+                    ms.put(s.t, s.v);
+                    self.samples += ms.samples.len() - before;
+                }
+                None => unknown += 1,
+            }
+        }
+        unknown
+    }
+
+    pub fn append_events(&mut self, events: Vec<Event>) {
+        self.event_bytes += events.iter().map(|e| e.text.len() + e.labels.heap_bytes() + 64).sum::<usize>();
+        self.events.extend(events);
+    }
+
+    pub fn labels(&self, r: u32) -> Option<&Arc<Labels>> {
+        self.series.get(r as usize).map(|s| &s.labels)
+    }
+
+    pub fn series_count(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn sample_count(&self) -> usize {
+        self.samples
+    }
+
+    /// Approximate bytes held, frozen samples included.
+    pub fn bytes(&self) -> usize {
+        self.samples * SAMPLE_BYTES + self.label_bytes + self.event_bytes + self.frozen_bytes
+    }
+
+    /// Moves every sample and event into a frozen snapshot for a flush. Series and references stay.
+    pub fn freeze(&mut self) -> Arc<Frozen> {
+        let mut f = Frozen::default();
+        for s in &mut self.series {
+            if !s.samples.is_empty() {
+                f.series.push((s.labels.clone(), std::mem::take(&mut s.samples)));
+            }
+        }
+        f.events = std::mem::take(&mut self.events);
+        self.frozen_bytes = self.samples * SAMPLE_BYTES + self.event_bytes;
+        self.samples = 0;
+        self.event_bytes = 0;
+        let f = Arc::new(f);
+        self.frozen = Some(f.clone());
+        f
+    }
+
+    /// Drops the frozen snapshot once its blocks are loaded.
+    pub fn release_frozen(&mut self) {
+        self.frozen = None;
+        self.frozen_bytes = 0;
+    }
+
+    /// Series selected by the matchers with their samples in [mint, maxt].
+    pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<SeriesSamples> {
+        self.postings
+            .select(matchers)
+            .into_iter()
+            .filter_map(|r| {
+                let s = &self.series[r as usize];
+                let v = in_range(&s.samples, mint, maxt);
+                (!v.is_empty()).then(|| (s.labels.clone(), v.to_vec()))
+            })
+            .collect()
+    }
+
+    /// Series selected by the matchers that have any sample in [mint, maxt], samples not copied.
+    pub fn select_labels(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Arc<Labels>> {
+        self.postings
+            .select(matchers)
+            .into_iter()
+            .filter_map(|r| {
+                let s = &self.series[r as usize];
+                (!in_range(&s.samples, mint, maxt).is_empty()).then(|| s.labels.clone())
+            })
+            .collect()
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Time range of the head's samples, if any.
+    pub fn time_range(&self) -> Option<(i64, i64)> {
+        let mut r: Option<(i64, i64)> = None;
+        for s in &self.series {
+            if let (Some(a), Some(b)) = (s.samples.first(), s.samples.last()) {
+                r = Some(r.map_or((a.t, b.t), |(lo, hi)| (lo.min(a.t), hi.max(b.t))));
+            }
+        }
+        r
+    }
+}
+
+/// The sub-slice of sorted samples inside [mint, maxt].
+pub fn in_range(samples: &[Sample], mint: i64, maxt: i64) -> &[Sample] {
+    let lo = samples.partition_point(|s| s.t < mint);
+    let hi = samples.partition_point(|s| s.t <= maxt);
+    if lo >= hi { &[] } else { &samples[lo..hi] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rs(r: u32, t: i64, v: f64) -> RefSample {
+        RefSample { r, t, v }
+    }
+
+    #[test]
+    fn out_of_order_rewrites_and_replacements() {
+        let mut h = Head::default();
+        let (r, new) = h.get_or_create(Labels::from_pairs([("__name__", "m")]));
+        assert!(new);
+        assert_eq!(h.get_or_create(Labels::from_pairs([("__name__", "m")])), (r, false));
+        h.append(&[rs(r, 30, 3.0), rs(r, 10, 1.0), rs(r, 20, 2.0), rs(r, 20, 2.0), rs(r, 10, 9.0)]);
+        let got = h.select(&[Matcher::eq("__name__", "m")], 0, 100);
+        let ts: Vec<(i64, f64)> = got[0].1.iter().map(|s| (s.t, s.v)).collect();
+        assert_eq!(ts, vec![(10, 9.0), (20, 2.0), (30, 3.0)]);
+        assert_eq!(h.sample_count(), 3);
+        assert_eq!(h.select(&[Matcher::eq("__name__", "m")], 11, 29)[0].1.len(), 1);
+        assert!(h.select(&[Matcher::eq("__name__", "m")], 31, 100).is_empty());
+    }
+
+    #[test]
+    fn freeze_moves_samples_and_keeps_series() {
+        let mut h = Head::default();
+        let (r, _) = h.get_or_create(Labels::from_pairs([("__name__", "m")]));
+        h.append(&[rs(r, 1, 1.0)]);
+        let f = h.freeze();
+        assert_eq!(f.series.len(), 1);
+        assert_eq!(h.sample_count(), 0);
+        assert_eq!(h.lookup(&Labels::from_pairs([("__name__", "m")])), Some(r));
+    }
+}

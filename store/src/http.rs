@@ -1,0 +1,107 @@
+//! The store's HTTP endpoints: ingest (InfluxDB v1/v2 line protocol, Prometheus remote write), the
+//! Prometheus query API, events, flush, health and self metrics.
+
+// Handlers return an early `Response` as their error: it is what axum sends, and boxing it buys nothing.
+#![allow(clippy::result_large_err)]
+
+mod body;
+mod ingest;
+mod json;
+mod params;
+mod query;
+
+use crate::Db;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+/// Matchers of a selector such as `up{job="x"}` (as `match[]` takes them).
+pub fn parse_selector_matchers(s: &str) -> Result<Vec<argus_model::Matcher>, String> {
+    params::parse_selector(s)
+}
+
+/// A query result in the Prometheus API's JSON envelope.
+pub fn query_result_json(v: &crate::query::Value) -> String {
+    json::query_result(v)
+}
+
+/// Request limits, each answered with a clear 4xx when exceeded.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request body as sent (compressed or not): 413 beyond.
+    pub max_body_bytes: usize,
+    /// Largest body after decompression: 413 beyond (stops gzip bombs).
+    pub max_decoded_bytes: usize,
+    /// Longest line-protocol line: 400 naming the line beyond.
+    pub max_line_bytes: usize,
+    /// Most labels one series may carry (the name included): 400 naming the series beyond.
+    pub max_labels_per_series: usize,
+    /// Bytes of request bodies being decoded at once: 429 with Retry-After beyond.
+    pub max_inflight_bytes: usize,
+    /// Samples one query may load: 422 beyond.
+    pub max_query_samples: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 64 << 20,
+            max_decoded_bytes: 256 << 20,
+            max_line_bytes: 1 << 20,
+            max_labels_per_series: 64,
+            max_inflight_bytes: 256 << 20,
+            max_query_samples: 50_000_000,
+        }
+    }
+}
+
+pub struct State {
+    pub db: Arc<Db>,
+    pub limits: Limits,
+    /// Accepted write tokens; empty means writes are open.
+    pub tokens: Vec<String>,
+    pub registry: Registry,
+    inflight: AtomicUsize,
+}
+
+impl State {
+    pub fn new(db: Arc<Db>, limits: Limits, tokens: Vec<String>, mut registry: Registry) -> Arc<State> {
+        db.metrics().register(&mut registry);
+        Arc::new(State { db, limits, tokens, registry, inflight: AtomicUsize::new(0) })
+    }
+}
+
+/// The store's routes, ready to be merged into the one listener of `argus serve`.
+pub fn router(state: Arc<State>) -> Router {
+    let body_limit = state.limits.max_body_bytes;
+    Router::new()
+        .route("/api/v2/write", post(ingest::write_v2))
+        .route("/write", post(ingest::write_v1))
+        .route("/api/v1/write", post(ingest::remote_write))
+        .route("/internal/force_flush", post(ingest::force_flush).get(ingest::force_flush))
+        .route("/api/v1/events", get(query::events).post(query::events))
+        .route("/api/v1/query", get(query::instant).post(query::instant))
+        .route("/api/v1/query_range", get(query::range).post(query::range))
+        .route("/api/v1/series", get(query::series).post(query::series))
+        .route("/api/v1/labels", get(query::labels).post(query::labels))
+        .route("/api/v1/label/{name}/values", get(query::label_values))
+        .route("/metrics", get(metrics))
+        .route("/-/healthy", get(|| async { "Argus is Healthy.\n" }))
+        .route("/-/ready", get(|| async { "Argus is Ready.\n" }))
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state)
+}
+
+async fn metrics(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Response {
+    let mut out = String::new();
+    if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &state.registry) {
+        return (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response();
+    }
+    let ct = HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
+    ([(header::CONTENT_TYPE, ct)], out).into_response()
+}

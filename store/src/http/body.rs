@@ -1,0 +1,129 @@
+//! Request bodies: decompression under a size cap, admission against the in-flight budget, and the
+//! JSON error envelopes both APIs use.
+
+use super::State;
+use axum::Json;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use std::io::Read;
+use std::sync::atomic::Ordering;
+
+/// An error answer in InfluxDB's shape (`code`, `message`), plus `errors` for per-line detail.
+pub fn influx_error(status: StatusCode, code: &str, message: String, errors: Option<serde_json::Value>) -> Response {
+    let mut body = serde_json::json!({ "code": code, "message": message });
+    if let Some(e) = errors {
+        body["errors"] = e;
+    }
+    let mut r = (status, Json(body)).into_response();
+    if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    r
+}
+
+/// Holds part of the in-flight budget until dropped.
+pub struct Admission<'a> {
+    state: &'a State,
+    bytes: usize,
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        self.state.inflight.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
+
+/// Admits a body of `len` bytes (decoded size unknown yet, so it is charged at `len` times the expected
+/// expansion), or answers 429/503 with Retry-After.
+pub fn admit(state: &State, len: usize) -> Result<Admission<'_>, Response> {
+    if state.db.over_budget() {
+        state.db.metrics().rejected("memory");
+        return Err(influx_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the store is over its memory budget and flushing; retry later".into(),
+            None,
+        ));
+    }
+    // Parsing a body builds its samples and labels: charge several times its size.
+    let cost = len.saturating_mul(4).max(1);
+    let prev = state.inflight.fetch_add(cost, Ordering::SeqCst);
+    if prev > 0 && prev + cost > state.limits.max_inflight_bytes {
+        state.inflight.fetch_sub(cost, Ordering::SeqCst);
+        state.db.metrics().rejected("inflight");
+        return Err(influx_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many requests",
+            "too many write bytes in flight; retry later".into(),
+            None,
+        ));
+    }
+    Ok(Admission { state, bytes: cost })
+}
+
+/// The body, decompressed per `Content-Encoding` (gzip, snappy is left to the caller), capped at
+/// `max` bytes.
+pub fn decode(headers: &HeaderMap, body: &[u8], max: usize) -> Result<Vec<u8>, Response> {
+    let enc = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("identity");
+    match enc.trim().to_ascii_lowercase().as_str() {
+        "gzip" | "x-gzip" => {
+            let mut out = Vec::new();
+            let mut r = flate2::read::GzDecoder::new(body).take(max as u64 + 1);
+            if let Err(e) = r.read_to_end(&mut out) {
+                return Err(influx_error(StatusCode::BAD_REQUEST, "invalid", format!("invalid gzip body: {e}"), None));
+            }
+            if out.len() > max {
+                return Err(influx_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "request too large",
+                    format!("decompressed body exceeds the limit of {max} bytes"),
+                    None,
+                ));
+            }
+            Ok(out)
+        }
+        "identity" | "" => Ok(body.to_vec()),
+        other => Err(influx_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid",
+            format!("unsupported Content-Encoding {other:?}; use gzip or none"),
+            None,
+        )),
+    }
+}
+
+/// Checks `Authorization: Token …` or `Bearer …` when tokens are configured.
+pub fn authorize(state: &State, headers: &HeaderMap) -> Result<(), Response> {
+    if state.tokens.is_empty() {
+        return Ok(());
+    }
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Token ").or_else(|| v.strip_prefix("Bearer ")))
+        .map(str::trim);
+    match given {
+        Some(t) if state.tokens.iter().any(|k| constant_time_eq(k.as_bytes(), t.as_bytes())) => Ok(()),
+        Some(_) => {
+            state.db.metrics().rejected("unauthorized");
+            Err(influx_error(StatusCode::UNAUTHORIZED, "unauthorized", "invalid token".into(), None))
+        }
+        None => {
+            state.db.metrics().rejected("unauthorized");
+            Err(influx_error(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing Authorization header with a token (\"Token <token>\" or \"Bearer <token>\")".into(),
+                None,
+            ))
+        }
+    }
+}
+
+/// Compares without an early exit, so response time does not reveal how much of a token matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,193 @@
+//! Write endpoints. A batch is stored whole or not at all: any malformed line rejects it with 400 and
+//! a list of the bad lines (the first 100); nothing of it is kept.
+
+use super::State;
+use super::body::{admit, authorize, decode, influx_error};
+use crate::db::WriteError;
+use crate::remote_write;
+use argus_model::lineprotocol::{LineError, Precision, parse_numbered};
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State as S};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// Which line-protocol endpoint a write came through.
+#[derive(Clone, Copy)]
+enum Api {
+    V1,
+    V2,
+}
+
+pub async fn write_v2(s: S<Arc<State>>, q: RawQuery, headers: HeaderMap, body: Bytes) -> Response {
+    write_lp(s.0, q.0, headers, body, Api::V2).await
+}
+
+pub async fn write_v1(s: S<Arc<State>>, q: RawQuery, headers: HeaderMap, body: Bytes) -> Response {
+    write_lp(s.0, q.0, headers, body, Api::V1).await
+}
+
+async fn write_lp(state: Arc<State>, query: Option<String>, headers: HeaderMap, body: Bytes, api: Api) -> Response {
+    if let Err(r) = authorize(&state, &headers) {
+        return r;
+    }
+    let params = super::params::Params::parse(query.as_deref(), &[]);
+    let precision = match (api, params.get("precision")) {
+        (_, None) | (_, Some("")) => Ok(Precision::Nanoseconds),
+        (Api::V2, Some(p)) => Precision::parse_v2(p),
+        (Api::V1, Some(p)) => Precision::parse_v1(p),
+    };
+    let precision = match precision {
+        Ok(p) => p,
+        Err(e) => return influx_error(StatusCode::BAD_REQUEST, "invalid", format!("invalid precision: {e}"), None),
+    };
+    // v1 `db` becomes a label on every series, as VictoriaMetrics does; v2's org and bucket do not.
+    let db_label =
+        if matches!(api, Api::V1) { params.get("db").filter(|d| !d.is_empty()).map(str::to_string) } else { None };
+    let _admission = match admit(&state, body.len()) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let st = state.clone();
+    let res = tokio::task::spawn_blocking(move || {
+        let data = decode(&headers, &body, st.limits.max_decoded_bytes)?;
+        store_lines(&st, &data, precision, db_label.as_deref())
+    })
+    .await;
+    match res {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(r)) => r,
+        Err(e) => {
+            influx_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error", format!("write task failed: {e}"), None)
+        }
+    }
+}
+
+fn store_lines(state: &State, data: &[u8], precision: Precision, db: Option<&str>) -> Result<(), Response> {
+    let text = std::str::from_utf8(data).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = data[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        let col = at - data[..at].iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1) + 1;
+        invalid(vec![LineError { line, column: col, reason: format!("invalid utf-8 at byte {at}") }])
+    })?;
+    let max_line = state.limits.max_line_bytes;
+    let long: Vec<LineError> = text
+        .split('\n')
+        .enumerate()
+        .filter(|(_, l)| l.len() > max_line)
+        .map(|(i, l)| LineError {
+            line: i + 1,
+            column: max_line + 1,
+            reason: format!("line of {} bytes exceeds the limit of {max_line} bytes", l.len()),
+        })
+        .collect();
+    if !long.is_empty() {
+        return Err(invalid(long));
+    }
+    let numbered = parse_numbered(text).map_err(invalid)?;
+    let max_labels = state.limits.max_labels_per_series;
+    let extra = usize::from(db.is_some());
+    let too_many: Vec<LineError> = numbered
+        .iter()
+        .filter(|(_, l)| l.tags.len() + 1 + extra > max_labels)
+        .map(|(n, l)| LineError {
+            line: *n,
+            column: 1,
+            reason: format!("{} labels exceed the limit of {max_labels} per series", l.tags.len() + 1 + extra),
+        })
+        .collect();
+    if !too_many.is_empty() {
+        return Err(invalid(too_many));
+    }
+    let (numbers, lines): (Vec<usize>, Vec<_>) = numbered.into_iter().unzip();
+    let extra_labels: Vec<(&str, &str)> = db.map(|d| ("db", d)).into_iter().collect();
+    state.db.write_lines(&lines, &numbers, precision, &extra_labels).map(|_| ()).map_err(write_error)
+}
+
+fn invalid(errors: Vec<LineError>) -> Response {
+    let n = errors.len();
+    let first = errors.first().map(ToString::to_string).unwrap_or_default();
+    let list: Vec<serde_json::Value> = errors
+        .iter()
+        .take(100)
+        .map(|e| serde_json::json!({ "line": e.line, "column": e.column, "reason": e.reason }))
+        .collect();
+    influx_error(
+        StatusCode::BAD_REQUEST,
+        "invalid",
+        format!("{n} malformed line(s), nothing stored; first: {first}"),
+        Some(serde_json::Value::Array(list)),
+    )
+}
+
+fn write_error(e: WriteError) -> Response {
+    match e {
+        WriteError::Invalid(errors) => invalid(errors),
+        WriteError::Storage(msg) => {
+            influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("write failed: {msg}"), None)
+        }
+        WriteError::Db(e) => influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string(), None),
+    }
+}
+
+/// Prometheus remote write 1.0: snappy-compressed protobuf.
+pub async fn remote_write(S(state): S<Arc<State>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(r) = authorize(&state, &headers) {
+        return r;
+    }
+    let _admission = match admit(&state, body.len()) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let st = state.clone();
+    let res = tokio::task::spawn_blocking(move || -> Result<(), Response> {
+        let decoded = remote_write::decode_with_limit(&body, st.limits.max_decoded_bytes).map_err(|e| {
+            let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+            influx_error(status, "invalid", e.to_string(), None)
+        })?;
+        let max_labels = st.limits.max_labels_per_series;
+        let mut series = Vec::with_capacity(decoded.series.len());
+        for (i, s) in decoded.series.into_iter().enumerate() {
+            if s.labels.len() > max_labels {
+                return Err(influx_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid",
+                    format!(
+                        "series {} ({}): {} labels exceed the limit of {max_labels}",
+                        i + 1,
+                        s.labels,
+                        s.labels.len()
+                    ),
+                    None,
+                ));
+            }
+            series.push((s.labels, s.samples));
+        }
+        st.db.write_series(&series).map(|_| ()).map_err(write_error)
+    })
+    .await;
+    match res {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(r)) => r,
+        Err(e) => {
+            influx_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error", format!("write task failed: {e}"), None)
+        }
+    }
+}
+
+/// Returns once the head is in compressed blocks and the WAL truncated.
+pub async fn force_flush(S(state): S<Arc<State>>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorize(&state, &headers) {
+        return r;
+    }
+    let db = state.db.clone();
+    match tokio::task::spawn_blocking(move || db.flush()).await {
+        Ok(Ok(())) => (StatusCode::OK, "flushed\n").into_response(),
+        Ok(Err(e)) => {
+            influx_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error", format!("flush failed: {e}"), None)
+        }
+        Err(e) => {
+            influx_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error", format!("flush task failed: {e}"), None)
+        }
+    }
+}
