@@ -72,7 +72,8 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     }
     let upkeep_db = db.clone();
     let upkeep = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(10));
+        // Every second, so a head filling fast is flushed before writes must be refused.
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
             let d = upkeep_db.clone();

@@ -122,7 +122,6 @@ fn v2_write_reads_back_through_every_query_endpoint() {
 }
 
 #[test]
-#[ignore = "server bug: a plain selector's results lack __name__, which Prometheus keeps"]
 fn plain_selector_results_keep_the_metric_name() {
     let srv = Server::start();
     let t0 = recent();
@@ -273,7 +272,6 @@ fn string_fields_are_readable_as_events() {
 }
 
 #[test]
-#[ignore = "server bug: rewriting an identical string field stores the event twice"]
 fn identical_event_rewrite_is_a_noop() {
     let srv = Server::start();
     let t = recent();

@@ -201,7 +201,7 @@ fn pushes_back_with_retry_after_and_keeps_what_it_acknowledged() {
 }
 
 #[test]
-#[ignore = "server bug: VmRSS exceeds memory_limit (128 MiB peak at a 96 MiB limit) before the first 503"]
+#[ignore = "known gap: peak RSS overshoots memory_limit (127 MiB at 96 MiB): admission does not charge a batch for the series it creates, and loaded block indexes are not in the budget"]
 fn rss_stays_under_the_memory_limit_while_pushing_back() {
     let limit = limit_mib();
     let srv = start(limit);
@@ -213,7 +213,6 @@ fn rss_stays_under_the_memory_limit_while_pushing_back() {
 }
 
 #[test]
-#[ignore = "server bug: head series are never released, so after a flush the head stays over budget and every write is refused"]
 fn writes_are_accepted_again_after_pushing_back() {
     let limit = limit_mib();
     let srv = start(limit);

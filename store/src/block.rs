@@ -49,6 +49,8 @@ pub struct ChunkMeta {
     pub max_time: i64,
     pub offset: u64,
     pub len: u32,
+    /// CRC32 of the chunk's bytes: chunk payloads carry no checksum of their own.
+    pub crc: u32,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -82,6 +82,11 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    pub fn u32_le(&mut self) -> Result<u32, DecodeError> {
+        let b = self.bytes(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
     pub fn u64_le(&mut self) -> Result<u64, DecodeError> {
         let b = self.bytes(8)?;
         let mut a = [0u8; 8];

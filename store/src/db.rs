@@ -37,6 +37,8 @@ pub enum DbError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("the store is shutting down")]
     Closed,
+    #[error("data directory {0} is in use by another Argus process")]
+    Locked(PathBuf),
 }
 
 /// One selected series with its samples, sorted by time.
@@ -55,6 +57,7 @@ pub(crate) struct Shared {
     pub flush_lock: Mutex<()>,
     pub next_id: AtomicU64,
     pub metrics: Metrics,
+    _lock: fs::File,
 }
 
 pub struct Db {
@@ -72,6 +75,14 @@ impl Db {
         let dir = opts.data_dir.clone();
         let blocks_dir = dir.join("blocks");
         fs::create_dir_all(&blocks_dir).map_err(|source| DbError::Io { path: blocks_dir.clone(), source })?;
+        // Two processes writing one WAL would corrupt it: hold an exclusive lock while open.
+        let lock_path = dir.join("lock");
+        let lock = fs::File::create(&lock_path).map_err(|source| DbError::Io { path: lock_path.clone(), source })?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => return Err(DbError::Locked(dir.clone())),
+            Err(fs::TryLockError::Error(source)) => return Err(DbError::Io { path: lock_path, source }),
+        }
         let blocks = load_blocks(&blocks_dir)?;
         let next_id = blocks.iter().map(|b| b.meta.id.max(b.meta.seq)).max().unwrap_or(0) + 1;
         let mut head = Head::default();
@@ -111,6 +122,7 @@ impl Db {
             flush_lock: Mutex::new(()),
             next_id: AtomicU64::new(next_id),
             metrics,
+            _lock: lock,
         });
         shared.update_gauges();
         let committer = Committer::start(shared.clone());
@@ -214,7 +226,9 @@ impl Db {
             out.extend(f.events.iter().filter(keep).cloned());
         }
         out.extend(head.events().iter().filter(keep).cloned());
-        out.sort_by_key(|e| e.t);
+        // A rewritten event (same series, time and text) is one event, as a rewritten sample is one sample.
+        out.sort_by(|a, b| a.t.cmp(&b.t).then_with(|| a.labels.cmp(&b.labels)).then_with(|| a.text.cmp(&b.text)));
+        out.dedup();
         Ok(out)
     }
 

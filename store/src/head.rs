@@ -3,17 +3,22 @@
 //! Series get a dense `u32` reference for the life of the process (and of the WAL). Samples of a
 //! series are kept sorted by time; out-of-order samples are inserted, an identical rewrite is a no-op
 //! and a different value at the same millisecond replaces the old one.
+//!
+//! Series that receive nothing for a whole flush cycle are released at the next flush in two steps:
+//! first *buried* (unfindable, labels kept, so a write that resolved its reference just before can
+//! still bring it back), then *freed* one flush later, when no such write can still be queued.
 
 use crate::postings::Postings;
 use crate::wal::RefSample;
-use argus_model::{Event, Labels, Matcher, Sample, labels::hash_pairs};
+use argus_model::{Event, Labels, Matcher, Sample};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// Bytes one sample costs in the head, for memory accounting.
 pub const SAMPLE_BYTES: usize = std::mem::size_of::<Sample>();
 /// Fixed overhead per series beyond its labels: the series slot, hash entry and postings entries.
-const SERIES_OVERHEAD: usize = 160;
+const SERIES_OVERHEAD: usize = 320;
 
 /// A series' labels and samples, as selections return them.
 pub type SeriesSamples = (Arc<Labels>, Vec<Sample>);
@@ -21,6 +26,16 @@ pub type SeriesSamples = (Arc<Labels>, Vec<Sample>);
 pub struct MemSeries {
     pub labels: Arc<Labels>,
     pub samples: Vec<Sample>,
+    /// The flush epoch in which the series last held samples.
+    active: u64,
+    state: SlotState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotState {
+    Live,
+    Buried,
+    Freed,
 }
 
 impl MemSeries {
@@ -64,10 +79,28 @@ pub struct Frozen {
     pub events: Vec<Event>,
 }
 
+/// Keys of `by_hash` are already hashes: hashing them again would only cost time.
+#[derive(Default)]
+struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 #[derive(Default)]
 pub struct Head {
     series: Vec<MemSeries>,
-    by_hash: HashMap<u64, u32>,
+    by_hash: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
     /// Rare second and later series sharing a 64-bit hash.
     collisions: HashMap<u64, Vec<u32>>,
     postings: Postings,
@@ -77,26 +110,24 @@ pub struct Head {
     event_bytes: usize,
     pub frozen: Option<Arc<Frozen>>,
     frozen_bytes: usize,
+    epoch: u64,
+    buried: Vec<u32>,
+    live: usize,
 }
 
 impl Head {
-    /// Finds a series by its label pairs (sorted by name), without building a label set.
-    pub fn lookup_pairs<'a>(&self, pairs: &[(&'a str, &'a str)]) -> Option<u32> {
-        let h = hash_pairs(pairs.iter().copied());
+    /// Finds a series by its hash (`Labels::stable_hash`) and its label pairs in name order, without
+    /// building a label set.
+    pub fn lookup_hashed<'a>(&self, h: u64, pairs: impl Iterator<Item = (&'a str, &'a str)> + Clone) -> Option<u32> {
         let r = *self.by_hash.get(&h)?;
-        if self.series[r as usize].labels.eq_pairs(pairs.iter().copied()) {
+        if self.series[r as usize].labels.eq_pairs(pairs.clone()) {
             return Some(r);
         }
-        self.collisions
-            .get(&h)?
-            .iter()
-            .copied()
-            .find(|r| self.series[*r as usize].labels.eq_pairs(pairs.iter().copied()))
+        self.collisions.get(&h)?.iter().copied().find(|r| self.series[*r as usize].labels.eq_pairs(pairs.clone()))
     }
 
     pub fn lookup(&self, labels: &Labels) -> Option<u32> {
-        let pairs: Vec<(&str, &str)> = labels.iter().map(|l| (l.name.as_str(), l.value.as_str())).collect();
-        self.lookup_pairs(&pairs)
+        self.lookup_hashed(labels.stable_hash(), labels.iter().map(|l| (l.name.as_str(), l.value.as_str())))
     }
 
     /// Returns the series' reference, creating it when new (the bool says so).
@@ -116,7 +147,12 @@ impl Head {
         }
         // References are dense; replay may skip numbers only if a series record was lost, so pad.
         while self.series.len() < r as usize {
-            self.series.push(MemSeries { labels: Arc::new(Labels::default()), samples: Vec::new() });
+            self.series.push(MemSeries {
+                labels: Arc::new(Labels::default()),
+                samples: Vec::new(),
+                active: 0,
+                state: SlotState::Freed,
+            });
         }
         let h = labels.stable_hash();
         match self.by_hash.entry(h) {
@@ -126,8 +162,14 @@ impl Head {
             }
         }
         self.postings.add(r, &labels);
-        self.label_bytes += labels.heap_bytes() * 2 + SERIES_OVERHEAD;
-        self.series.push(MemSeries { labels: Arc::new(labels), samples: Vec::new() });
+        self.label_bytes += series_bytes(&labels);
+        self.live += 1;
+        self.series.push(MemSeries {
+            labels: Arc::new(labels),
+            samples: Vec::new(),
+            active: self.epoch,
+            state: SlotState::Live,
+        });
     }
 
     /// Applies samples; a reference the head does not know is skipped and counted (it can only come
@@ -135,14 +177,18 @@ impl Head {
     pub fn append(&mut self, samples: &[RefSample]) -> usize {
         let mut unknown = 0;
         for s in samples {
-            match self.series.get_mut(s.r as usize) {
-                Some(ms) => {
-                    let before = ms.samples.len();
-                    ms.put(s.t, s.v);
-                    self.samples += ms.samples.len() - before;
+            match self.series.get(s.r as usize).map(|m| m.state) {
+                Some(SlotState::Live) => {}
+                Some(SlotState::Buried) => self.resurrect(s.r),
+                Some(SlotState::Freed) | None => {
+                    unknown += 1;
+                    continue;
                 }
-                None => unknown += 1,
             }
+            let ms = &mut self.series[s.r as usize];
+            let before = ms.samples.len();
+            ms.put(s.t, s.v);
+            self.samples += ms.samples.len() - before;
         }
         unknown
     }
@@ -156,8 +202,75 @@ impl Head {
         self.series.get(r as usize).map(|s| &s.labels)
     }
 
+    /// Live series (buried and freed slots not counted).
     pub fn series_count(&self) -> usize {
-        self.series.len()
+        self.live
+    }
+
+    /// One past the highest reference ever given out.
+    pub fn slots(&self) -> u32 {
+        self.series.len() as u32
+    }
+
+    /// A buried series gets a write after all: make it findable again.
+    fn resurrect(&mut self, r: u32) {
+        let labels = self.series[r as usize].labels.clone();
+        self.series[r as usize].state = SlotState::Live;
+        self.buried.retain(|x| *x != r);
+        let h = labels.stable_hash();
+        match self.by_hash.entry(h) {
+            std::collections::hash_map::Entry::Occupied(_) => self.collisions.entry(h).or_default().push(r),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(r);
+            }
+        }
+        self.postings.insert(r, &labels);
+        self.live += 1;
+    }
+
+    /// Frees the series buried at the last flush and buries those idle for a whole cycle.
+    fn collect_garbage(&mut self) {
+        for r in std::mem::take(&mut self.buried) {
+            let s = &mut self.series[r as usize];
+            if s.state == SlotState::Buried {
+                self.label_bytes = self.label_bytes.saturating_sub(series_bytes(&s.labels));
+                s.labels = Arc::new(Labels::default());
+                s.samples = Vec::new();
+                s.state = SlotState::Freed;
+            }
+        }
+        let idle: Vec<u32> = (0..self.series.len() as u32)
+            .filter(|r| {
+                let s = &self.series[*r as usize];
+                s.state == SlotState::Live && s.samples.is_empty() && s.active + 1 < self.epoch
+            })
+            .collect();
+        if idle.is_empty() {
+            return;
+        }
+        let gone: std::collections::HashSet<u32> = idle.iter().copied().collect();
+        self.postings.remove(&gone);
+        for r in &idle {
+            let s = &mut self.series[*r as usize];
+            s.state = SlotState::Buried;
+            let h = s.labels.stable_hash();
+            if self.by_hash.get(&h) == Some(r) {
+                self.by_hash.remove(&h);
+                // Promote a colliding series, if any, to the primary slot.
+                if let Some(list) = self.collisions.get_mut(&h)
+                    && let Some(next) = list.pop()
+                {
+                    self.by_hash.insert(h, next);
+                }
+            } else if let Some(list) = self.collisions.get_mut(&h) {
+                list.retain(|x| x != r);
+            }
+            if self.collisions.get(&h).is_some_and(Vec::is_empty) {
+                self.collisions.remove(&h);
+            }
+        }
+        self.live -= idle.len();
+        self.buried = idle;
     }
 
     pub fn sample_count(&self) -> usize {
@@ -172,11 +285,15 @@ impl Head {
     /// Moves every sample and event into a frozen snapshot for a flush. Series and references stay.
     pub fn freeze(&mut self) -> Arc<Frozen> {
         let mut f = Frozen::default();
+        let epoch = self.epoch;
         for s in &mut self.series {
             if !s.samples.is_empty() {
+                s.active = epoch;
                 f.series.push((s.labels.clone(), std::mem::take(&mut s.samples)));
             }
         }
+        self.collect_garbage();
+        self.epoch += 1;
         f.events = std::mem::take(&mut self.events);
         self.frozen_bytes = self.samples * SAMPLE_BYTES + self.event_bytes;
         self.samples = 0;
@@ -233,6 +350,12 @@ impl Head {
     }
 }
 
+/// Memory a series costs beyond its samples: its labels (kept in the series and again in the postings),
+/// the slot, the hash entry and the postings entries.
+fn series_bytes(labels: &Labels) -> usize {
+    labels.heap_bytes() * 3 + SERIES_OVERHEAD
+}
+
 /// The sub-slice of sorted samples inside [mint, maxt].
 pub fn in_range(samples: &[Sample], mint: i64, maxt: i64) -> &[Sample] {
     let lo = samples.partition_point(|s| s.t < mint);
@@ -261,6 +384,36 @@ mod tests {
         assert_eq!(h.sample_count(), 3);
         assert_eq!(h.select(&[Matcher::eq("__name__", "m")], 11, 29)[0].1.len(), 1);
         assert!(h.select(&[Matcher::eq("__name__", "m")], 31, 100).is_empty());
+    }
+
+    #[test]
+    fn idle_series_are_buried_then_freed_and_a_late_write_resurrects() {
+        let mut h = Head::default();
+        let m = Labels::from_pairs([("__name__", "m")]);
+        let n = Labels::from_pairs([("__name__", "n")]);
+        let (rm, _) = h.get_or_create(m.clone());
+        let (rn, _) = h.get_or_create(n.clone());
+        h.append(&[rs(rm, 1, 1.0), rs(rn, 1, 1.0)]);
+        h.freeze(); // both active in epoch 0
+        h.append(&[rs(rn, 2, 2.0)]);
+        h.freeze(); // m idle through epoch 1
+        assert_eq!(h.lookup(&n), Some(rn));
+        h.freeze(); // m buried
+        assert_eq!(h.lookup(&m), None, "buried series are not findable");
+        assert_eq!(h.series_count(), 1);
+        // A write that resolved m's reference before it was buried still lands.
+        h.append(&[rs(rm, 3, 3.0)]);
+        assert_eq!(h.lookup(&m), Some(rm));
+        assert_eq!(h.select(&[Matcher::eq("__name__", "m")], 0, 10)[0].1, vec![Sample::new(3, 3.0)]);
+        for _ in 0..4 {
+            h.freeze();
+        }
+        assert_eq!(h.series_count(), 0, "idle series are freed");
+        assert_eq!(h.append(&[rs(rm, 4, 4.0)]), 1, "a freed slot takes no samples");
+        let before = h.bytes();
+        let (r2, new) = h.get_or_create(m);
+        assert!(new && r2 > rn, "a freed series comes back under a new reference");
+        assert!(h.bytes() > before);
     }
 
     #[test]

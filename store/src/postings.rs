@@ -19,6 +19,28 @@ impl Postings {
         self.count = self.count.max(id + 1);
     }
 
+    /// Adds a series whose id may be lower than others already present (a series coming back).
+    pub fn insert(&mut self, id: u32, labels: &Labels) {
+        for l in labels {
+            let list = self.by_label.entry(l.name.clone()).or_default().entry(l.value.clone()).or_default();
+            if let Err(i) = list.binary_search(&id) {
+                list.insert(i, id);
+            }
+        }
+        self.count = self.count.max(id + 1);
+    }
+
+    /// Removes every id in `gone` from every list, dropping lists and names left empty.
+    pub fn remove(&mut self, gone: &std::collections::HashSet<u32>) {
+        self.by_label.retain(|_, values| {
+            values.retain(|_, list| {
+                list.retain(|id| !gone.contains(id));
+                !list.is_empty()
+            });
+            !values.is_empty()
+        });
+    }
+
     /// Ids of the series selected by all matchers, sorted. With no matcher that excludes the empty
     /// value, every id is a candidate (the caller decides whether to allow such selectors).
     pub fn select(&self, matchers: &[Matcher]) -> Vec<u32> {

@@ -130,7 +130,7 @@ pub fn instant(db: &Db, query: &str, t: i64, max_samples: usize) -> Result<Value
             check_samples(series.iter().map(|s| s.samples.len()).sum(), max_samples)?;
             let v = series
                 .into_iter()
-                .filter_map(|s| at(&s.samples, te).map(|x| (Arc::new(s.labels.without_name()), Sample::new(t, x.v))))
+                .filter_map(|s| at(&s.samples, te).map(|x| (s.labels.clone(), Sample::new(t, x.v))))
                 .collect();
             Ok(Value::Vector(v))
         }
@@ -181,7 +181,7 @@ pub fn range(db: &Db, query: &str, start: i64, end: i64, step: i64, max_samples:
                     t += step;
                 }
                 if !points.is_empty() {
-                    out.push((Arc::new(s.labels.without_name()), points));
+                    out.push((s.labels.clone(), points));
                 }
             }
             Ok(Value::Matrix(out))

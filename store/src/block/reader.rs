@@ -98,6 +98,7 @@ impl Block {
         let path = || self.dir.join("chunks");
         buf.resize(c.len as usize, 0);
         self.chunks.read_exact_at(buf, c.offset).map_err(|e| BlockError::Io { path: path(), source: e })?;
+        check_crc(&path(), c, buf)?;
         ts.clear();
         vals.clear();
         chunk::decode_into(buf, ts, vals).map_err(|e| corrupt(&path(), format!("chunk at {}: {e}", c.offset)))?;
@@ -117,6 +118,7 @@ impl Block {
                 let bytes = data
                     .get(c.offset as usize..end)
                     .ok_or_else(|| corrupt(&path, format!("chunk at {} past end", c.offset)))?;
+                check_crc(&path, c, bytes)?;
                 ts.clear();
                 vals.clear();
                 chunk::decode_into(bytes, &mut ts, &mut vals).map_err(|e| corrupt(&path, e.to_string()))?;
@@ -145,6 +147,13 @@ impl Block {
         let body = checked_body(&path, &data, EVENTS_MAGIC)?;
         decode_events(body).map_err(|e| corrupt(&path, e.to_string()))
     }
+}
+
+fn check_crc(path: &Path, c: &ChunkMeta, bytes: &[u8]) -> Result<(), BlockError> {
+    if crc32fast::hash(bytes) != c.crc {
+        return Err(corrupt(path, format!("chunk at {}: checksum mismatch", c.offset)));
+    }
+    Ok(())
 }
 
 fn corrupt(path: &Path, reason: String) -> BlockError {
@@ -196,7 +205,8 @@ fn decode_index(body: &[u8]) -> Result<IndexEntries, DecodeError> {
             let offset = r.uvarint()?;
             let len = u32::try_from(r.uvarint()?)
                 .map_err(|_| DecodeError { what: "chunk length over u32", offset: r.pos() })?;
-            chunks.push(ChunkMeta { min_time, max_time, offset, len });
+            let crc = r.u32_le()?;
+            chunks.push(ChunkMeta { min_time, max_time, offset, len, crc });
         }
         series.push((Arc::new(Labels::from_pairs(pairs)), chunks));
     }

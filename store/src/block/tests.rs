@@ -2,8 +2,8 @@ use super::*;
 use crate::chunk::Encoding;
 use argus_model::{Event, Labels, MatchOp, Matcher, Sample};
 
-fn series(name: &str, host: &str, n: i64) -> (Labels, Vec<Sample>) {
-    let l = Labels::from_pairs([("__name__", name), ("host", host)]);
+fn series(name: &str, host: &str, n: i64) -> (std::sync::Arc<Labels>, Vec<Sample>) {
+    let l = std::sync::Arc::new(Labels::from_pairs([("__name__", name), ("host", host)]));
     (l, (0..n).map(|i| Sample::new(1_000 + i * 10_000, i as f64 * 0.5)).collect())
 }
 
@@ -58,4 +58,21 @@ fn corrupt_index_is_reported_not_panicking() {
     std::fs::write(&idx, data).unwrap();
     let e = Block::open(&path).err().unwrap().to_string();
     assert!(e.contains("checksum mismatch"), "{e}");
+}
+
+#[test]
+fn flipped_chunk_byte_fails_its_checksum() {
+    let d = tempfile::tempdir().unwrap();
+    let lineage = Lineage { id: 1, seq: 1, level: 0, sources: Vec::new() };
+    let (path, _) =
+        write_block(d.path(), Encoding::Pco, lineage, vec![series("m", "a", 100)], Vec::new()).unwrap().unwrap();
+    let chunks = path.join("chunks");
+    let mut data = std::fs::read(&chunks).unwrap();
+    let n = data.len();
+    data[n - 2] ^= 0x01;
+    std::fs::write(&chunks, data).unwrap();
+    let b = Block::open(&path).unwrap();
+    let e = b.select(&[Matcher::eq("__name__", "m")], 0, i64::MAX).unwrap_err().to_string();
+    assert!(e.contains("checksum mismatch"), "{e}");
+    assert!(b.all_series().unwrap_err().to_string().contains("checksum mismatch"));
 }

@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Builds one block from series handed over in any order.
 pub struct BlockWriter {
     encoding: Encoding,
-    series: Vec<(Labels, Vec<ChunkMeta>)>,
+    series: Vec<(Arc<Labels>, Vec<ChunkMeta>)>,
     chunks: Vec<u8>,
     events: Vec<Event>,
     min_time: i64,
@@ -43,7 +44,7 @@ impl BlockWriter {
 
     /// Adds one series. **Invariant:** samples are sorted by time without duplicates, and each series
     /// is added once.
-    pub fn add_series(&mut self, labels: Labels, samples: &[Sample]) {
+    pub fn add_series(&mut self, labels: Arc<Labels>, samples: &[Sample]) {
         if samples.is_empty() {
             return;
         }
@@ -56,11 +57,13 @@ impl BlockWriter {
             let offset = self.chunks.len() as u64;
             chunk::encode(self.encoding, &self.ts, &self.vals, &mut self.chunks);
             let (first, last) = (part[0].t, part[part.len() - 1].t);
+            let crc = crc32fast::hash(&self.chunks[offset as usize..]);
             metas.push(ChunkMeta {
                 min_time: first,
                 max_time: last,
                 offset,
                 len: (self.chunks.len() as u64 - offset) as u32,
+                crc,
             });
             self.min_time = self.min_time.min(first);
             self.max_time = self.max_time.max(last);
@@ -85,7 +88,9 @@ impl BlockWriter {
     /// Writes the block as `dir/<name>` and returns its path and meta.
     pub fn finish(mut self, blocks_dir: &Path, lineage: Lineage) -> Result<(PathBuf, Meta), BlockError> {
         self.series.sort_by(|a, b| a.0.cmp(&b.0));
-        self.events.sort_by(|a, b| a.t.cmp(&b.t).then_with(|| a.labels.cmp(&b.labels)));
+        self.events
+            .sort_by(|a, b| a.t.cmp(&b.t).then_with(|| a.labels.cmp(&b.labels)).then_with(|| a.text.cmp(&b.text)));
+        self.events.dedup();
         let meta = Meta {
             version: super::FORMAT_VERSION,
             id: lineage.id,
@@ -138,7 +143,7 @@ pub fn write_block(
     blocks_dir: &Path,
     encoding: Encoding,
     lineage: Lineage,
-    series: impl IntoIterator<Item = (Labels, Vec<Sample>)>,
+    series: impl IntoIterator<Item = (Arc<Labels>, Vec<Sample>)>,
     events: Vec<Event>,
 ) -> Result<Option<(PathBuf, Meta)>, BlockError> {
     let mut w = BlockWriter::new(encoding);
@@ -165,10 +170,10 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), BlockError> {
 }
 
 /// Symbols are interned so that each label name and value is stored once per block.
-fn encode_index(series: &[(Labels, Vec<ChunkMeta>)]) -> Vec<u8> {
+fn encode_index(series: &[(Arc<Labels>, Vec<ChunkMeta>)]) -> Vec<u8> {
     let mut symbols: BTreeMap<&str, u64> = BTreeMap::new();
     for (labels, _) in series {
-        for l in labels {
+        for l in labels.iter() {
             symbols.insert(&l.name, 0);
             symbols.insert(&l.value, 0);
         }
@@ -184,7 +189,7 @@ fn encode_index(series: &[(Labels, Vec<ChunkMeta>)]) -> Vec<u8> {
     put_uvarint(&mut out, series.len() as u64);
     for (labels, chunks) in series {
         put_uvarint(&mut out, labels.len() as u64);
-        for l in labels {
+        for l in labels.iter() {
             put_uvarint(&mut out, symbols[l.name.as_str()]);
             put_uvarint(&mut out, symbols[l.value.as_str()]);
         }
@@ -194,6 +199,7 @@ fn encode_index(series: &[(Labels, Vec<ChunkMeta>)]) -> Vec<u8> {
             put_uvarint(&mut out, (c.max_time - c.min_time) as u64);
             put_uvarint(&mut out, c.offset);
             put_uvarint(&mut out, u64::from(c.len));
+            out.extend_from_slice(&c.crc.to_le_bytes());
         }
     }
     let crc = crc32fast::hash(&out[super::FILE_HEADER_LEN..]);

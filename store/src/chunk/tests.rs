@@ -137,7 +137,8 @@ fn ratio_base_finds_odd_denominators_only() {
             None,
             None,
         ]
-    "#]].assert_debug_eq(&got);
+    "#]]
+    .assert_debug_eq(&got);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 
 use super::commit::Job;
 use super::{Db, DbError, now_ms};
-use crate::wal::{RefSample, encode_events, encode_samples, encode_series};
+use crate::wal::{RefSample, encode_events, encode_samples};
+use argus_model::labels::{pairs_hash, with_name};
 use argus_model::lineprotocol::{FieldValue, Line, LineError, Precision, field_as_f64, series_name};
 use argus_model::{Event, Labels, METRIC_NAME, Sample};
 use std::sync::mpsc;
@@ -27,17 +28,63 @@ pub enum WriteError {
     Db(#[from] DbError),
 }
 
+/// The label pairs of a write, flattened so that resolving a sample allocates nothing: each group is
+/// the labels shared by the fields of one point (or one remote-write series) without the metric name.
+#[derive(Default)]
+struct Keys<'a> {
+    tags: Vec<(&'a str, &'a str)>,
+    /// Per group: start and end in `tags`, where `__name__` sorts among them, and their `pairs_hash`.
+    groups: Vec<(u32, u32, u32, u64)>,
+    names: String,
+}
+
 /// A sample still to be resolved to a head reference.
-struct Pending<'a> {
-    pairs: Vec<(&'a str, &'a str)>,
+struct Pending {
+    group: u32,
+    name: (u32, u32),
+    hash: u64,
     t: i64,
     v: f64,
 }
 
+impl<'a> Keys<'a> {
+    /// Starts a group from tags sorted by name, without `__name__`.
+    fn group(&mut self, tags: impl IntoIterator<Item = (&'a str, &'a str)>) -> u32 {
+        let start = self.tags.len();
+        self.tags.extend(tags);
+        let g = &self.tags[start..];
+        let at = g.partition_point(|(k, _)| *k < METRIC_NAME);
+        let h = pairs_hash(g.iter().copied());
+        self.groups.push((start as u32, self.tags.len() as u32, at as u32, h));
+        (self.groups.len() - 1) as u32
+    }
+
+    fn pending(&mut self, group: u32, name: &str, t: i64, v: f64) -> Pending {
+        let start = self.names.len();
+        self.names.push_str(name);
+        Pending {
+            group,
+            name: (start as u32, self.names.len() as u32),
+            hash: with_name(self.groups[group as usize].3, name),
+            t,
+            v,
+        }
+    }
+
+    /// The full label pairs of a pending sample, in name order.
+    fn pairs(&self, p: &Pending) -> impl Iterator<Item = (&str, &str)> + Clone {
+        let (s, e, at, _) = self.groups[p.group as usize];
+        let tags = &self.tags[s as usize..e as usize];
+        let name = &self.names[p.name.0 as usize..p.name.1 as usize];
+        let name = (!name.is_empty()).then_some((METRIC_NAME, name));
+        tags[..at as usize].iter().copied().chain(name).chain(tags[at as usize..].iter().copied())
+    }
+}
+
 impl Db {
     /// Stores parsed line-protocol points. `extra` labels (v1's `db`) apply where the line has no tag of
-    /// that name, as VictoriaMetrics does.
-    /// `line_numbers[i]` is the 1-based input line of `lines[i]`, for error messages.
+    /// that name, as VictoriaMetrics does. `line_numbers[i]` is the 1-based input line of `lines[i]`,
+    /// for error messages.
     pub fn write_lines(
         &self,
         lines: &[Line<'_>],
@@ -49,46 +96,42 @@ impl Db {
         let (min_t, max_t) = self.valid_range(now);
         let default_t = precision.from_millis(now);
         let mut errors = Vec::new();
-        // Names `{measurement}_{field}` live here so pending samples can borrow them.
-        let mut names: Vec<String> = Vec::new();
         let mut stamps: Vec<i64> = Vec::with_capacity(lines.len());
         for (i, line) in lines.iter().enumerate() {
             let lineno = line_numbers.get(i).copied().unwrap_or(i + 1);
-            let t = match precision.to_millis(line.timestamp.unwrap_or(default_t)) {
-                Some(t) if t <= max_t => t,
-                Some(_) => {
-                    errors.push(LineError {
-                        line: lineno,
-                        column: 1,
-                        reason: format!(
-                            "timestamp more than {} in the future",
-                            humantime::format_duration(self.shared.opts.max_future)
-                        ),
-                    });
-                    0
-                }
-                None => {
-                    errors.push(LineError { line: lineno, column: 1, reason: "timestamp out of range".into() });
-                    0
-                }
-            };
-            stamps.push(t);
-            for (f, _) in &line.fields {
-                let mut n = String::new();
-                series_name(&line.measurement, f, &mut n);
-                names.push(n);
+            match precision.to_millis(line.timestamp.unwrap_or(default_t)) {
+                Some(t) if t <= max_t => stamps.push(t),
+                Some(_) => errors.push(LineError {
+                    line: lineno,
+                    column: 1,
+                    reason: format!(
+                        "timestamp more than {} in the future",
+                        humantime::format_duration(self.shared.opts.max_future)
+                    ),
+                }),
+                None => errors.push(LineError { line: lineno, column: 1, reason: "timestamp out of range".into() }),
             }
         }
         if !errors.is_empty() {
             self.shared.metrics.rejected("invalid");
             return Err(WriteError::Invalid(errors));
         }
-        let mut pending = Vec::with_capacity(names.len());
+        let nfields: usize = lines.iter().map(|l| l.fields.len()).sum();
+        let mut keys = Keys {
+            tags: Vec::with_capacity(lines.len() * 8),
+            groups: Vec::with_capacity(lines.len()),
+            names: String::with_capacity(nfields * 24),
+        };
+        let mut pending = Vec::with_capacity(nfields);
         let mut events = Vec::new();
         let mut dropped_old = 0;
-        let mut name_i = 0;
         let mut tags: Vec<(&str, &str)> = Vec::new();
+        let mut name = String::new();
         for (line, &t) in lines.iter().zip(&stamps) {
+            if t < min_t {
+                dropped_old += line.fields.len();
+                continue;
+            }
             tags.clear();
             tags.extend(extra.iter().copied());
             tags.extend(line.tags.iter().map(|(k, v)| (k.as_ref(), v.as_ref())));
@@ -96,28 +139,21 @@ impl Db {
             tags.sort_by(|a, b| a.0.cmp(b.0));
             dedup_last(&mut tags);
             tags.retain(|(k, v)| !v.is_empty() && *k != METRIC_NAME);
-            let at = tags.partition_point(|(k, _)| *k < METRIC_NAME);
-            for (_, value) in &line.fields {
-                let name = names[name_i].as_str();
-                name_i += 1;
-                if t < min_t {
-                    dropped_old += 1;
-                    continue;
-                }
-                let mut pairs = Vec::with_capacity(tags.len() + 1);
-                pairs.extend_from_slice(&tags[..at]);
-                pairs.push((METRIC_NAME, name));
-                pairs.extend_from_slice(&tags[at..]);
+            let group = keys.group(tags.iter().copied());
+            for (field, value) in &line.fields {
+                name.clear();
+                series_name(&line.measurement, field, &mut name);
                 match (field_as_f64(value), value) {
-                    (Some(v), _) => pending.push(Pending { pairs, t, v }),
+                    (Some(v), _) => pending.push(keys.pending(group, &name, t, v)),
                     (None, FieldValue::Str(s)) => {
-                        events.push(Event { labels: Labels::from_pairs(pairs), t, text: s.to_string() })
+                        let p = keys.pending(group, &name, t, 0.0);
+                        events.push(Event { labels: Labels::from_pairs(keys.pairs(&p)), t, text: s.to_string() });
                     }
                     (None, _) => {}
                 }
             }
         }
-        self.commit(pending, events, dropped_old)
+        self.commit(&keys, pending, events, dropped_old)
     }
 
     /// Stores already-labelled series (Prometheus remote write).
@@ -125,9 +161,13 @@ impl Db {
         let now = now_ms();
         let (min_t, max_t) = self.valid_range(now);
         let mut errors = Vec::new();
+        let mut keys = Keys::default();
         let mut pending = Vec::new();
         let mut dropped_old = 0;
         for (i, (labels, samples)) in series.iter().enumerate() {
+            let group = keys
+                .group(labels.iter().filter(|l| l.name != METRIC_NAME).map(|l| (l.name.as_str(), l.value.as_str())));
+            let name = labels.metric_name().unwrap_or("");
             for s in samples {
                 if s.t > max_t {
                     errors.push(LineError {
@@ -142,8 +182,7 @@ impl Db {
                 } else if s.t < min_t {
                     dropped_old += 1;
                 } else {
-                    let pairs = labels.iter().map(|l| (l.name.as_str(), l.value.as_str())).collect();
-                    pending.push(Pending { pairs, t: s.t, v: s.v });
+                    pending.push(keys.pending(group, name, s.t, s.v));
                 }
             }
         }
@@ -151,7 +190,7 @@ impl Db {
             self.shared.metrics.rejected("invalid");
             return Err(WriteError::Invalid(errors));
         }
-        self.commit(pending, Vec::new(), dropped_old)
+        self.commit(&keys, pending, Vec::new(), dropped_old)
     }
 
     fn valid_range(&self, now: i64) -> (i64, i64) {
@@ -161,7 +200,8 @@ impl Db {
 
     fn commit(
         &self,
-        pending: Vec<Pending<'_>>,
+        keys: &Keys<'_>,
+        pending: Vec<Pending>,
         events: Vec<Event>,
         dropped_old: usize,
     ) -> Result<WriteStats, WriteError> {
@@ -174,31 +214,17 @@ impl Db {
         {
             let head = self.shared.head.read();
             for (i, p) in pending.iter().enumerate() {
-                match head.lookup_pairs(&p.pairs) {
-                    Some(r) => refs.push(RefSample { r, t: p.t, v: p.v }),
-                    None => {
-                        missing.push(i);
-                        refs.push(RefSample { r: u32::MAX, t: p.t, v: p.v });
-                    }
-                }
+                let r = head.lookup_hashed(p.hash, keys.pairs(p)).unwrap_or_else(|| {
+                    missing.push(i);
+                    u32::MAX
+                });
+                refs.push(RefSample { r, t: p.t, v: p.v });
             }
         }
         if !missing.is_empty() {
             let mut head = self.shared.head.write();
-            let mut created = Vec::new();
             for i in missing {
-                let (r, new) = head.get_or_create(Labels::from_pairs(pending[i].pairs.iter().copied()));
-                refs[i].r = r;
-                if new {
-                    created.push(r);
-                }
-            }
-            if !created.is_empty() {
-                let mut payload = Vec::new();
-                let labels: Vec<_> = created.iter().filter_map(|r| head.labels(*r).map(|l| (*r, l.clone()))).collect();
-                encode_series(&mut payload, labels.iter().map(|(r, l)| (*r, &**l)));
-                // Queued while the head lock is held, so no entry using these series can precede it.
-                self.committer.submit(Job::Series(payload))?;
+                refs[i].r = head.get_or_create(Labels::from_pairs(keys.pairs(&pending[i]))).0;
             }
         }
         let stats = WriteStats { samples: refs.len(), events: events.len(), dropped_old };

@@ -1,6 +1,10 @@
 //! Group commit: one thread owns WAL writes. Requests queue their entries; the thread writes every
 //! queued entry, fsyncs once (per the sync policy), applies the group to the head in WAL order, and
 //! then acknowledges each request. Under load many requests share one fsync.
+//!
+//! Series records are written lazily, here: before the first entry since the last flush that uses a
+//! series. A flush then leaves a WAL that names only the series written since, and the commit thread
+//! being the only writer makes "a series record precedes every entry using it" hold by construction.
 
 use super::{DbError, Shared};
 use crate::head::Frozen;
@@ -18,8 +22,6 @@ type Ack = mpsc::SyncSender<Result<(), String>>;
 type Written = (Vec<RefSample>, Vec<Event>, Ack);
 
 pub(crate) enum Job {
-    /// Series records: written before any entry that refers to them, never acknowledged.
-    Series(Vec<u8>),
     Append {
         payload: Vec<u8>,
         samples: Vec<RefSample>,
@@ -90,6 +92,9 @@ fn run(shared: &Shared, queue: &(Mutex<Queue>, Condvar)) {
     let (lock, cv) = queue;
     let mut last_sync = Instant::now();
     let mut dirty = false;
+    // Per series reference: the flush epoch in which its series record was last written.
+    let mut logged: Vec<u64> = Vec::new();
+    let mut epoch = 1u64;
     loop {
         let jobs: Vec<Job> = {
             let Ok(mut q) = lock.lock() else { return };
@@ -121,21 +126,22 @@ fn run(shared: &Shared, queue: &(Mutex<Queue>, Condvar)) {
         let mut failed: Option<String> = None;
         for job in jobs {
             match job {
-                Job::Series(payload) => {
-                    if let Err(e) = shared.wal.lock().append(&payload) {
-                        failed.get_or_insert(e.to_string());
-                    }
-                }
                 Job::Append { payload, samples, events, done } => {
-                    if let Err(e) = shared.wal.lock().append(&payload) {
+                    let series = unlogged_series(shared, &samples, &mut logged, epoch);
+                    let mut wal = shared.wal.lock();
+                    if let Err(e) = series.map_or(Ok(()), |p| wal.append(&p)).and_then(|()| wal.append(&payload)) {
                         failed.get_or_insert(e.to_string());
                     }
+                    drop(wal);
                     group.push((samples, events, done));
                     dirty = true;
                 }
                 Job::Cut { done } => {
                     finish_group(shared, &mut group, &mut failed, &mut last_sync, &mut dirty);
                     let _ = done.send(cut(shared));
+                    // Older segments go once the frozen head is in blocks: every series must be
+                    // named again in the new one before it is used.
+                    epoch += 1;
                 }
             }
         }
@@ -210,22 +216,36 @@ fn sync(shared: &Shared, last_sync: &mut Instant, dirty: &mut bool, timer: bool)
     Ok(())
 }
 
+/// The series record payload for the references in `samples` not yet logged in this epoch, if any.
+fn unlogged_series(shared: &Shared, samples: &[RefSample], logged: &mut Vec<u64>, epoch: u64) -> Option<Vec<u8>> {
+    let mut refs = Vec::new();
+    for s in samples {
+        let i = s.r as usize;
+        if i >= logged.len() {
+            logged.resize(i + 1, 0);
+        }
+        if logged[i] != epoch {
+            logged[i] = epoch;
+            refs.push(s.r);
+        }
+    }
+    if refs.is_empty() {
+        return None;
+    }
+    let head = shared.head.read();
+    let series: Vec<(u32, Arc<argus_model::Labels>)> =
+        refs.into_iter().filter_map(|r| head.labels(r).map(|l| (r, l.clone()))).collect();
+    drop(head);
+    let mut payload = Vec::new();
+    encode_series(&mut payload, series.iter().map(|(r, l)| (*r, &**l)));
+    Some(payload)
+}
+
 /// Runs on the commit thread, so no entry can slip between the freeze and the new segment.
 fn cut(shared: &Shared) -> Result<(Arc<Frozen>, u64), String> {
     let mut head = shared.head.write();
     let frozen = head.freeze();
     let mut wal = shared.wal.lock();
     let segment = wal.cut().map_err(|e| e.to_string())?;
-    // The new segment must name every series the head still knows, since older segments will go.
-    let n = head.series_count() as u32;
-    let all: Vec<(u32, Arc<argus_model::Labels>)> =
-        (0..n).filter_map(|r| head.labels(r).map(|l| (r, l.clone()))).collect();
-    // Several entries, each well under the WAL's entry limit.
-    for part in all.chunks(50_000) {
-        let mut payload = Vec::new();
-        encode_series(&mut payload, part.iter().map(|(r, l)| (*r, &**l)));
-        wal.append(&payload).map_err(|e| e.to_string())?;
-    }
-    wal.sync().map_err(|e| e.to_string())?;
     Ok((frozen, segment))
 }

@@ -2,8 +2,8 @@
 
 use super::commit::{Committer, Job};
 use super::{DbError, Shared, merge_samples};
-use crate::block::{Block, Lineage, write_block};
-use argus_model::{Event, Labels, Sample};
+use crate::block::{Block, BlockWriter, Lineage, write_block};
+use argus_model::{Labels, Sample};
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::sync::Arc;
@@ -26,34 +26,27 @@ pub(crate) fn flush(shared: &Shared, committer: &Committer) -> Result<(), DbErro
         Err(_) => return Err(DbError::Closed),
     };
     let range = shared.opts.block_range_ms;
-    // window start -> (series, events)
-    type Window = (Vec<(Labels, Vec<Sample>)>, Vec<Event>);
-    let mut windows: BTreeMap<i64, Window> = BTreeMap::new();
+    // One writer per block range the frozen samples touch; samples go in as slices, never copied.
+    let mut windows: BTreeMap<i64, BlockWriter> = BTreeMap::new();
+    let writer = || BlockWriter::new(shared.opts.encoding);
     for (labels, samples) in &frozen.series {
         let mut start = 0;
         while start < samples.len() {
             let w = samples[start].t.div_euclid(range) * range;
             let end = start + samples[start..].partition_point(|s| s.t < w + range);
-            windows.entry(w).or_default().0.push(((**labels).clone(), samples[start..end].to_vec()));
+            windows.entry(w).or_insert_with(writer).add_series(labels.clone(), &samples[start..end]);
             start = end;
         }
     }
     for e in &frozen.events {
-        windows.entry(e.t.div_euclid(range) * range).or_default().1.push(e.clone());
+        windows.entry(e.t.div_euclid(range) * range).or_insert_with(writer).add_events([e.clone()]);
     }
     let blocks_dir = shared.opts.data_dir.join("blocks");
     let mut new_blocks = Vec::new();
-    for (_, (series, events)) in windows {
+    for (_, w) in windows {
         let id = shared.next_id();
-        if let Some((path, _)) = write_block(
-            &blocks_dir,
-            shared.opts.encoding,
-            Lineage { id, seq: id, level: 0, sources: Vec::new() },
-            series,
-            events,
-        )? {
-            new_blocks.push(Arc::new(Block::open(&path)?));
-        }
+        let (path, _) = w.finish(&blocks_dir, Lineage { id, seq: id, level: 0, sources: Vec::new() })?;
+        new_blocks.push(Arc::new(Block::open(&path)?));
     }
     let n = new_blocks.len();
     {
@@ -119,7 +112,7 @@ fn merge(shared: &Shared, group: &[Arc<Block>]) -> Result<(), DbError> {
     }
     let merged = series.into_iter().map(|(l, lists)| {
         let s = if lists.len() == 1 { lists.into_iter().next().unwrap_or_default() } else { merge_samples(lists) };
-        ((*l).clone(), s)
+        (l, s)
     });
     let id = shared.next_id();
     let seq = group.iter().map(|b| b.meta.seq).max().unwrap_or(id);

@@ -37,7 +37,7 @@ impl Options {
             block_range_ms: 2 * 3600 * 1000,
             compact_ranges_ms: vec![6 * 3600 * 1000, 24 * 3600 * 1000],
             memory_limit: default_memory_limit(),
-            head_budget_ratio: 0.6,
+            head_budget_ratio: 0.4,
             encoding: DEFAULT_ENCODING,
         }
     }

@@ -122,3 +122,13 @@ fn concurrent_writers_share_commits_and_lose_nothing() {
     assert!(s.iter().all(|s| s.samples.len() == 50));
     assert!(db.metrics().wal_fsyncs.get() <= 200 + 1);
 }
+
+#[test]
+fn a_second_open_of_the_same_directory_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open(opts(d.path())).unwrap();
+    let e = Db::open(opts(d.path())).err().unwrap();
+    assert!(matches!(e, DbError::Locked(_)), "{e}");
+    db.close();
+    Db::open(opts(d.path())).unwrap();
+}
