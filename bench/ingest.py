@@ -132,7 +132,7 @@ def verify(srv, meta, nodes):
             out[key] = None
             out["warnings"].append(f"/api/v1/series {match} not verified: status {status} {raw or ''}".strip())
     want = meta["minutes"] * 6
-    _, points, _, err, _ = client.time_range_reads(srv.port, READ_SERIES, start, end, "10s", reps=1, warmup=0)
+    _, points, _, err, _, _ = client.time_range_reads(srv.port, READ_SERIES, start, end, "10s", reps=1, warmup=0)
     out["samples_one_series"] = points
     if err or points != want:
         out["warnings"].append(f"query_range {READ_SERIES} over the ingest window: {points} points, "
@@ -218,12 +218,14 @@ def read_test(a, srv, read):
         return out
     out["settle_s"] = srv.settle(a.settle_s, a.settle_timeout)
     start, end = meta["t0"], meta["t0"] + DAY - 10
-    lat, points, size, err, ttfb = client.time_range_reads(srv.port, READ_SERIES, start, end, "10s", a.read_reps)
+    lat, points, size, err, ttfb, server = client.time_range_reads(srv.port, READ_SERIES, start, end, "10s", a.read_reps)
     out.update(query=READ_SERIES, start=start, end=end, step="10s", reps=len(lat), points_returned=points,
                response_bytes=size, median_ms=report.median(lat), p99_ms=report.percentile(lat, 99),
                min_ms=min(lat) if lat else None, ttfb_median_ms=report.median(ttfb),
                ttfb_p99_ms=report.percentile(ttfb, 99), latencies_ms=[round(x, 4) for x in lat],
-               ttfb_ms=[round(x, 4) for x in ttfb])
+               ttfb_ms=[round(x, 4) for x in ttfb],
+               server_median_ms=report.median(server) if server else None,
+               server_p99_ms=report.percentile(server, 99) if server else None)
     if err:
         out["error"] = err
         log(f"24 h read: {err}")
@@ -256,6 +258,8 @@ ROWS = [
     ("**24 h range read of one series, median ms**", lambda r: (r.get("read") or {}).get("median_ms")),
     ("24 h range read, p99 ms", lambda r: (r.get("read") or {}).get("p99_ms")),
     ("24 h range read, to response headers, median ms", lambda r: (r.get("read") or {}).get("ttfb_median_ms")),
+    ("**24 h range read, server time (Server-Timing), median ms**", lambda r: (r.get("read") or {}).get("server_median_ms")),
+    ("24 h range read, server time (Server-Timing), p99 ms", lambda r: (r.get("read") or {}).get("server_p99_ms")),
     ("24 h range read, response size, KiB", lambda r: ((r.get("read") or {}).get("response_bytes") or 0) / 1024 or None),
     ("24 h range read, points returned", lambda r: (r.get("read") or {}).get("points_returned")),
     ("series found / expected (gpu_utilization)", None),

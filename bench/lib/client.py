@@ -127,9 +127,10 @@ def time_range_reads(port, query, start, end, step, reps, warmup=5, timeout=60):
     """Time `reps` query_range requests on one keep-alive connection. Each repetition moves start and end
     by a different few milliseconds so no result cache can answer it. Returns (latencies in ms to the last
     byte, points returned by the first answer, response bytes, error text or None, latencies in ms to the
-    response headers)."""
+    response headers, server-side evaluation times in ms from the `Server-Timing` header where the server
+    sends one)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    lat, ttfb, points, size, err = [], [], None, None, None
+    lat, ttfb, server, points, size, err = [], [], [], None, None, None
     try:
         for i in range(warmup + reps):
             off = (i % 9 + 1) / 1000.0  # 1..9 ms
@@ -139,10 +140,11 @@ def time_range_reads(port, query, start, end, step, reps, warmup=5, timeout=60):
             conn.request("GET", "/api/v1/query_range?" + qs)
             r = conn.getresponse()
             t_head = time.perf_counter()
+            timing = r.getheader("Server-Timing") or ""
             body = r.read()
             dt = (time.perf_counter() - t) * 1000.0
             if r.status != 200:
-                return lat, points, size, f"query_range answered {r.status}: {body[:300]!r}", ttfb
+                return lat, points, size, f"query_range answered {r.status}: {body[:300]!r}", ttfb, server
             if points is None:
                 size = len(body)
                 try:
@@ -155,8 +157,11 @@ def time_range_reads(port, query, start, end, step, reps, warmup=5, timeout=60):
             if i >= warmup:
                 lat.append(dt)
                 ttfb.append((t_head - t) * 1000.0)
+                dur = [p.split("=", 1)[1] for p in timing.replace(",", ";").split(";") if p.strip().startswith("dur=")]
+                if dur:
+                    server.append(float(dur[0]))
     except (http.client.HTTPException, OSError) as e:
         err = f"query_range failed: {e!r}"
     finally:
         conn.close()
-    return lat, points, size, err, ttfb
+    return lat, points, size, err, ttfb, server

@@ -76,3 +76,20 @@ fn flipped_chunk_byte_fails_its_checksum() {
     assert!(e.contains("checksum mismatch"), "{e}");
     assert!(b.all_series().unwrap_err().to_string().contains("checksum mismatch"));
 }
+
+/// The `index` and `events` bytes of docs/format/block.md, pinned: a change here is a format change.
+#[test]
+fn golden_index_and_events_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let ev = Event { labels: Labels::from_pairs([("__name__", "e_msg")]), t: 1_000, text: "OOM".into() };
+    let lineage = Lineage { id: 3, seq: 3, level: 0, sources: Vec::new() };
+    let (path, _) =
+        write_block(d.path(), Encoding::Gorilla, lineage, vec![series("m", "a", 2)], vec![ev]).unwrap().unwrap();
+    let hex = |f: &str| std::fs::read(path.join(f)).unwrap().iter().map(|b| format!("{b:02x}")).collect::<String>();
+    expect_test::expect![
+        "415247490100000004085f5f6e616d655f5f016104686f7374016d01020003020101d00f904e08119d64e2a06582d479"
+    ]
+    .assert_eq(&hex("index"));
+    expect_test::expect!["41524745010000000101085f5f6e616d655f5f05655f6d7367d00f034f4f4d9be443cd"]
+        .assert_eq(&hex("events"));
+}

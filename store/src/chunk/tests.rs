@@ -93,18 +93,18 @@ fn round_trips() {
         &[5.0; 5],
         expect!["gorilla 38 pco-only 57 Pco 38 as Gorilla"],
     );
-    check(&sp_ts, &sp, expect!["gorilla 105 pco-only 110 Pco 105 as Gorilla"]);
+    check(&sp_ts, &sp, expect!["gorilla 105 pco-only 138 Pco 105 as Gorilla"]);
     check(&regular(n), &vec![f64::from_bits(STALE_NAN); n], expect!["gorilla 199 pco-only 27 Pco 27 as Pco"]);
     check(&regular(n), &vec![0.0; n], expect!["gorilla 199 pco-only 27 Pco 27 as Pco"]);
     check(&regular(n), &walk, expect!["gorilla 4694 pco-only 155 Pco 155 as Pco"]);
-    check(&regular(n), &counter, expect!["gorilla 2735 pco-only 311 Pco 311 as Pco"]);
-    check(&jitter, &walk, expect!["gorilla 5088 pco-only 238 Pco 238 as Pco"]);
+    check(&regular(n), &counter, expect!["gorilla 2735 pco-only 458 Pco 458 as Pco"]);
+    check(&jitter, &walk, expect!["gorilla 5088 pco-only 237 Pco 237 as Pco"]);
     let util: Vec<f64> = (0..n).map(|i| (60_000_000 + i * i * 31 % 900_001) as f64 / (3 << 25) as f64).collect();
-    check(&regular(n), &util, expect!["gorilla 4452 pco-only 206 Pco 206 as Pco"]);
+    check(&regular(n), &util, expect!["gorilla 4452 pco-only 204 Pco 204 as Pco"]);
     check(
         &regular(n),
         &sp.iter().cycle().take(n).copied().collect::<Vec<_>>(),
-        expect!["gorilla 6019 pco-only 468 Pco 468 as Pco"],
+        expect!["gorilla 6019 pco-only 466 Pco 466 as Pco"],
     );
 }
 

@@ -96,3 +96,20 @@ fn cut_and_remove_before() {
     let (got, _) = replay(d.path());
     assert_eq!(got.len(), 1);
 }
+
+/// The entry bytes of docs/format/wal.md, pinned: a change here is a format change and needs a new
+/// segment version.
+#[test]
+fn golden_entry_bytes() {
+    let l = Labels::from_pairs([("__name__", "gpu_power_watts"), ("gpu", "0")]);
+    let mut p = Vec::new();
+    encode_series(&mut p, [(7, &l)].into_iter());
+    encode_samples(
+        &mut p,
+        &[RefSample { r: 7, t: 1_700_000_000_000, v: 412.5 }, RefSample { r: 7, t: 1_700_000_010_000, v: 0.0 }],
+    );
+    encode_events(&mut p, &[Event { labels: l, t: 1_700_000_000_000, text: "Xid 79".into() }]);
+    let hex: String = p.iter().map(|b| format!("{b:02x}")).collect();
+    expect_test::expect!["0122010702085f5f6e616d655f5f0f6770755f706f7765725f7761747473036770750130021c020780a0abfef9620000000000c8794007a09c010000000000000000032e0102085f5f6e616d655f5f0f6770755f706f7765725f776174747303677075013080a0abfef96206586964203739"].assert_eq(&hex);
+    assert_eq!(decode_entry(&p).unwrap().len(), 3);
+}
