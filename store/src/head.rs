@@ -154,13 +154,7 @@ impl Head {
                 state: SlotState::Freed,
             });
         }
-        let h = labels.stable_hash();
-        match self.by_hash.entry(h) {
-            std::collections::hash_map::Entry::Occupied(_) => self.collisions.entry(h).or_default().push(r),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(r);
-            }
-        }
+        self.index_hash(labels.stable_hash(), r);
         self.postings.add(r, &labels);
         self.label_bytes += series_bytes(&labels);
         self.live += 1;
@@ -212,18 +206,22 @@ impl Head {
         self.series.len() as u32
     }
 
-    /// A buried series gets a write after all: make it findable again.
-    fn resurrect(&mut self, r: u32) {
-        let labels = self.series[r as usize].labels.clone();
-        self.series[r as usize].state = SlotState::Live;
-        self.buried.retain(|x| *x != r);
-        let h = labels.stable_hash();
+    /// Makes `r` findable by its hash.
+    fn index_hash(&mut self, h: u64, r: u32) {
         match self.by_hash.entry(h) {
             std::collections::hash_map::Entry::Occupied(_) => self.collisions.entry(h).or_default().push(r),
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(r);
             }
         }
+    }
+
+    /// A buried series gets a write after all: make it findable again.
+    fn resurrect(&mut self, r: u32) {
+        let labels = self.series[r as usize].labels.clone();
+        self.series[r as usize].state = SlotState::Live;
+        self.buried.retain(|x| *x != r);
+        self.index_hash(labels.stable_hash(), r);
         self.postings.insert(r, &labels);
         self.live += 1;
     }

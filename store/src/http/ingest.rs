@@ -54,13 +54,7 @@ async fn write_lp(state: Arc<State>, query: Option<String>, headers: HeaderMap, 
         store_lines(&st, &data, precision, db_label.as_deref())
     })
     .await;
-    match res {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(r)) => r,
-        Err(e) => {
-            influx_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error", format!("write task failed: {e}"), None)
-        }
-    }
+    answer(res)
 }
 
 fn store_lines(state: &State, data: &[u8], precision: Precision, db: Option<&str>) -> Result<(), Response> {
@@ -102,6 +96,17 @@ fn store_lines(state: &State, data: &[u8], precision: Precision, db: Option<&str
     let (numbers, lines): (Vec<usize>, Vec<_>) = numbered.into_iter().unzip();
     let extra_labels: Vec<(&str, &str)> = db.map(|d| ("db", d)).into_iter().collect();
     state.db.write_lines(&lines, &numbers, precision, &extra_labels).map(|_| ()).map_err(write_error)
+}
+
+/// `204` for a stored write, else the error it produced.
+fn answer(res: Result<Result<(), Response>, tokio::task::JoinError>) -> Response {
+    match res {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(r)) => r,
+        Err(e) => {
+            influx_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error", format!("write task failed: {e}"), None)
+        }
+    }
 }
 
 fn invalid(errors: Vec<LineError>) -> Response {
@@ -166,13 +171,7 @@ pub async fn remote_write(S(state): S<Arc<State>>, headers: HeaderMap, body: Byt
         st.db.write_series(&series).map(|_| ()).map_err(write_error)
     })
     .await;
-    match res {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(r)) => r,
-        Err(e) => {
-            influx_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error", format!("write task failed: {e}"), None)
-        }
-    }
+    answer(res)
 }
 
 /// Returns once the head is in compressed blocks and the WAL truncated.
