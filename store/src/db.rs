@@ -314,7 +314,18 @@ fn merge_sources(parts: Vec<Vec<SeriesSamples>>) -> Vec<Series> {
 }
 
 /// Merges sorted sample lists, oldest list first; at equal timestamps the latest list wins.
-pub(crate) fn merge_samples(lists: Vec<Vec<Sample>>) -> Vec<Sample> {
+pub(crate) fn merge_samples(mut lists: Vec<Vec<Sample>>) -> Vec<Sample> {
+    // The common case: blocks of consecutive time ranges. Then the lists only need joining in time order.
+    lists.retain(|l| !l.is_empty());
+    let mut order: Vec<usize> = (0..lists.len()).collect();
+    order.sort_by_key(|&i| lists[i][0].t);
+    if order.windows(2).all(|w| lists[w[0]][lists[w[0]].len() - 1].t < lists[w[1]][0].t) {
+        let mut out = Vec::with_capacity(lists.iter().map(Vec::len).sum());
+        for i in order {
+            out.extend_from_slice(&lists[i]);
+        }
+        return out;
+    }
     let mut all: Vec<(Sample, usize)> = Vec::with_capacity(lists.iter().map(Vec::len).sum());
     for (prio, l) in lists.into_iter().enumerate() {
         all.extend(l.into_iter().map(|s| (s, prio)));

@@ -132,3 +132,18 @@ fn a_second_open_of_the_same_directory_is_refused() {
     db.close();
     Db::open(opts(d.path())).unwrap();
 }
+
+#[test]
+fn merge_joins_disjoint_lists_and_lets_the_latest_win_on_overlap() {
+    let s = |v: &[(i64, f64)]| v.iter().map(|(t, v)| Sample::new(*t, *v)).collect::<Vec<_>>();
+    // Disjoint, listed newest block first: joined in time order.
+    assert_eq!(
+        merge_samples(vec![s(&[(30, 3.0), (40, 4.0)]), vec![], s(&[(10, 1.0), (20, 2.0)])]),
+        s(&[(10, 1.0), (20, 2.0), (30, 3.0), (40, 4.0)])
+    );
+    // Overlapping: the later list wins at equal timestamps.
+    assert_eq!(
+        merge_samples(vec![s(&[(10, 1.0), (20, 2.0)]), s(&[(20, 9.0), (25, 5.0)])]),
+        s(&[(10, 1.0), (20, 9.0), (25, 5.0)])
+    );
+}
