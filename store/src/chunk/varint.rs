@@ -6,9 +6,8 @@ use super::ChunkError;
 /// Longest encoding of a u64: ten 7-bit groups.
 const MAX_LEN: usize = 10;
 
-pub(crate) fn put_uvarint(out: &mut Vec<u8>, x: u64) {
-    put_uvarint_with(x, |b| out.push(b));
-}
+// The byte-aligned writers are the store's own, shared with the WAL and block formats.
+pub(crate) use crate::bytes::{put_uvarint, put_varint};
 
 /// Emits the bytes of `x` one by one, so the Gorilla bit stream can embed varints unaligned.
 pub(crate) fn put_uvarint_with(mut x: u64, mut push: impl FnMut(u8)) {
@@ -17,10 +16,6 @@ pub(crate) fn put_uvarint_with(mut x: u64, mut push: impl FnMut(u8)) {
         x >>= 7;
     }
     push(x as u8);
-}
-
-pub(crate) fn put_varint(out: &mut Vec<u8>, x: i64) {
-    put_uvarint(out, zigzag(x));
 }
 
 pub(crate) fn zigzag(x: i64) -> u64 {
