@@ -11,3 +11,11 @@ pub struct Event {
     pub t: i64,
     pub text: String,
 }
+
+impl Event {
+    /// The order events are kept and answered in: by time, then series, then text, so that rewrites of
+    /// one event sit next to each other and `dedup` removes them.
+    pub fn cmp_by_time(&self, other: &Event) -> std::cmp::Ordering {
+        self.t.cmp(&other.t).then_with(|| self.labels.cmp(&other.labels)).then_with(|| self.text.cmp(&other.text))
+    }
+}

@@ -227,7 +227,7 @@ impl Db {
         }
         out.extend(head.events().iter().filter(keep).cloned());
         // A rewritten event (same series, time and text) is one event, as a rewritten sample is one sample.
-        out.sort_by(|a, b| a.t.cmp(&b.t).then_with(|| a.labels.cmp(&b.labels)).then_with(|| a.text.cmp(&b.text)));
+        out.sort_by(Event::cmp_by_time);
         out.dedup();
         Ok(out)
     }

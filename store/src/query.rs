@@ -116,8 +116,13 @@ fn check_samples(n: usize, limit: usize) -> Result<(), QueryError> {
 
 /// The latest non-stale sample at or before `t` within the lookback window.
 fn at(samples: &[Sample], t: i64) -> Option<Sample> {
-    let i = samples.partition_point(|s| s.t <= t);
-    let s = *samples.get(i.checked_sub(1)?)?;
+    visible(samples, samples.partition_point(|s| s.t <= t), t)
+}
+
+/// The sample an instant selector sees at `t`, given `end`, the number of samples at or before `t`:
+/// the last of them, unless it is older than the lookback window or a stale marker.
+fn visible(samples: &[Sample], end: usize, t: i64) -> Option<Sample> {
+    let s = *samples.get(end.checked_sub(1)?)?;
     (s.t >= t - LOOKBACK_MS && !is_stale(s.v)).then_some(s)
 }
 
@@ -172,10 +177,7 @@ pub fn range(db: &Db, query: &str, start: i64, end: i64, step: i64, max_samples:
                     while i < s.samples.len() && s.samples[i].t <= te {
                         i += 1;
                     }
-                    if let Some(x) = i.checked_sub(1).map(|j| s.samples[j])
-                        && x.t >= te - LOOKBACK_MS
-                        && !is_stale(x.v)
-                    {
+                    if let Some(x) = visible(&s.samples, i, te) {
                         points.push(Sample::new(t, x.v));
                     }
                     t += step;

@@ -88,8 +88,7 @@ impl BlockWriter {
     /// Writes the block as `dir/<name>` and returns its path and meta.
     pub fn finish(mut self, blocks_dir: &Path, lineage: Lineage) -> Result<(PathBuf, Meta), BlockError> {
         self.series.sort_by(|a, b| a.0.cmp(&b.0));
-        self.events
-            .sort_by(|a, b| a.t.cmp(&b.t).then_with(|| a.labels.cmp(&b.labels)).then_with(|| a.text.cmp(&b.text)));
+        self.events.sort_by(Event::cmp_by_time);
         self.events.dedup();
         let meta = Meta {
             version: super::FORMAT_VERSION,
