@@ -51,6 +51,8 @@ pub struct Store {
     pub max_line_bytes: Option<usize>,
     pub max_labels_per_series: Option<usize>,
     pub max_query_samples: Option<usize>,
+    /// e.g. "2m": a query running longer is stopped with 503
+    pub query_timeout: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -83,6 +85,7 @@ impl Config {
             .parse::<std::net::SocketAddr>()
             .with_context(|| format!("server.listen {:?} is not an address", self.server.listen))?;
         self.store_options(Path::new("data"))?;
+        self.limits()?;
         Ok(())
     }
 
@@ -108,14 +111,17 @@ impl Config {
         Ok(o)
     }
 
-    pub fn limits(&self) -> argus_store::http::Limits {
+    pub fn limits(&self) -> Result<argus_store::http::Limits> {
         let mut l = argus_store::http::Limits::default();
         let s = &self.store;
         l.max_body_bytes = s.max_body_bytes.unwrap_or(l.max_body_bytes);
         l.max_line_bytes = s.max_line_bytes.unwrap_or(l.max_line_bytes);
         l.max_labels_per_series = s.max_labels_per_series.unwrap_or(l.max_labels_per_series);
-        l.max_query_samples = s.max_query_samples.unwrap_or(l.max_query_samples);
-        l
+        l.query.max_samples = s.max_query_samples.unwrap_or(l.query.max_samples);
+        if let Some(t) = &s.query_timeout {
+            l.query.timeout = duration("store.query_timeout", t)?;
+        }
+        Ok(l)
     }
 }
 

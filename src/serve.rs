@@ -57,7 +57,7 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     let data_dir = opts.data_dir.clone();
     let db = tokio::task::spawn_blocking(move || Db::open(opts)).await?.context("opening the store")?;
     let db = Arc::new(db);
-    let state = argus_store::http::State::new(db.clone(), cfg.limits(), cfg.auth.tokens.clone(), Default::default());
+    let state = argus_store::http::State::new(db.clone(), cfg.limits()?, cfg.auth.tokens.clone(), Default::default());
     let app = argus_store::http::router(state);
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
     // With port 0 the system picks one: report the real address.

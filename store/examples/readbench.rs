@@ -14,7 +14,7 @@ fn main() {
         let t = Instant::now();
         let s = db.select(&ms, start - query::LOOKBACK_MS, end).unwrap();
         let t1 = t.elapsed();
-        let v = query::range(&db, q, start, end, step, usize::MAX).unwrap();
+        let v = query::range(&db, q, start, end, step, &query::QueryLimits::default()).unwrap();
         let t2 = t.elapsed();
         let mut body = String::new();
         let mut best = std::time::Duration::MAX;

@@ -43,8 +43,8 @@ pub struct Limits {
     pub max_labels_per_series: usize,
     /// Bytes of request bodies being decoded at once: 429 with Retry-After beyond.
     pub max_inflight_bytes: usize,
-    /// Samples one query may load: 422 beyond.
-    pub max_query_samples: usize,
+    /// Samples one query may hold (422 beyond) and its time limit (503 beyond).
+    pub query: crate::query::QueryLimits,
 }
 
 impl Default for Limits {
@@ -55,7 +55,7 @@ impl Default for Limits {
             max_line_bytes: 1 << 20,
             max_labels_per_series: 64,
             max_inflight_bytes: 256 << 20,
-            max_query_samples: 50_000_000,
+            query: crate::query::QueryLimits::default(),
         }
     }
 }

@@ -183,6 +183,19 @@ pub fn query_result(v: &Value) -> String {
                 out.push_str("]}");
             }
         }
+        Value::Scalar(x) => {
+            out.push_str("\"scalar\",\"result\":[");
+            timestamp(x.t, &mut out);
+            out.push_str(",\"");
+            format_value(x.v, &mut out);
+            out.push('"');
+        }
+        Value::String(t, text) => {
+            out.push_str("\"string\",\"result\":[");
+            timestamp(*t, &mut out);
+            out.push(',');
+            string(text, &mut out);
+        }
     }
     out.push_str("]}}");
     out

@@ -34,6 +34,7 @@ fn query_error(e: QueryError) -> Response {
     match e {
         QueryError::BadData(m) => bad(m),
         QueryError::Execution(m) => err(StatusCode::UNPROCESSABLE_ENTITY, "execution", m),
+        e @ QueryError::Timeout(_) => err(StatusCode::SERVICE_UNAVAILABLE, "timeout", e.to_string()),
         QueryError::Storage(e) => err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
     }
 }
@@ -86,7 +87,7 @@ pub async fn instant(S(state): S<Arc<State>>, RawQuery(q): RawQuery, body: Bytes
         Ok(t) => t,
         Err(r) => return r,
     };
-    blocking(move || match query::instant(&state.db, &query, t, state.limits.max_query_samples) {
+    blocking(move || match query::instant(&state.db, &query, t, &state.limits.query) {
         Ok(v) => value_response(&v),
         Err(e) => query_error(e),
     })
@@ -115,7 +116,7 @@ pub async fn range(S(state): S<Arc<State>>, RawQuery(q): RawQuery, body: Bytes) 
     if let Err(e) = query::check_range(start, end, step) {
         return query_error(e);
     }
-    blocking(move || match query::range(&state.db, &query, start, end, step, state.limits.max_query_samples) {
+    blocking(move || match query::range(&state.db, &query, start, end, step, &state.limits.query) {
         Ok(v) => value_response(&v),
         Err(e) => query_error(e),
     })

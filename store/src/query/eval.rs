@@ -1,0 +1,379 @@
+//! The evaluator: each node of the expression evaluated once over all steps of the query.
+//!
+//! An instant vector is a set of rows, one per label set, each with one optional value per step;
+//! a scalar has a value at every step. Rows of a vector always have distinct label sets: whatever
+//! changes labels merges rows through [`Out`], which refuses two values for one label set at one
+//! step, as Prometheus refuses a vector with the same label set twice.
+
+use super::{DEFAULT_SUBQUERY_STEP_MS, LOOKBACK_MS, QueryError, QueryLimits, is_stale, matchers_of, visible};
+use crate::Db;
+use argus_model::{Labels, METRIC_NAME, Sample};
+use promql_parser::parser::{AtModifier, Expr, Offset, SubqueryExpr, VectorSelector};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Instant, UNIX_EPOCH};
+
+/// An instant vector's series: its labels and its value at each step, if any.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub labels: Arc<Labels>,
+    pub vals: Vec<Option<f64>>,
+}
+
+/// Raw samples per series, as a range selector or a subquery yields them.
+pub type Series = Vec<(Arc<Labels>, Vec<Sample>)>;
+
+#[derive(Debug)]
+pub enum Val {
+    Scalar(Vec<f64>),
+    Vector(Vec<Row>),
+    /// Only at the top of an instant query (`x[5m]`, `x[1h:1m]`).
+    Matrix(Series),
+    String(String),
+}
+
+/// A range selector or subquery, ready for a function over time: the samples of each series and,
+/// per step, the window `[ends[i] - range, ends[i]]` the function sees.
+pub struct Windows {
+    pub series: Series,
+    pub range: i64,
+    pub ends: Vec<i64>,
+}
+
+/// One evaluation: the steps `start, start + step, …, end` over one store.
+pub struct Ev<'a> {
+    pub db: &'a Db,
+    pub start: i64,
+    pub step: i64,
+    pub n: usize,
+    /// The query's own start and end, which `@ start()` and `@ end()` name inside subqueries too.
+    q_start: i64,
+    q_end: i64,
+    pub limits: &'a QueryLimits,
+    deadline: Instant,
+}
+
+// === impl Ev ===
+
+impl<'a> Ev<'a> {
+    pub fn new(db: &'a Db, start: i64, end: i64, step: i64, limits: &'a QueryLimits) -> Ev<'a> {
+        Ev {
+            db,
+            start,
+            step,
+            n: ((end - start) / step + 1) as usize,
+            q_start: start,
+            q_end: end,
+            limits,
+            deadline: super::deadline(limits),
+        }
+    }
+
+    /// A nested evaluation over other steps (a subquery), sharing the deadline.
+    fn child(&self, start: i64, end: i64, step: i64) -> Ev<'a> {
+        Ev { start, step, n: ((end - start) / step + 1) as usize, ..*self }
+    }
+
+    /// The time of step `i`.
+    pub fn t(&self, i: usize) -> i64 {
+        self.start + i as i64 * self.step
+    }
+
+    pub fn check_time(&self) -> Result<(), QueryError> {
+        if Instant::now() > self.deadline {
+            return Err(QueryError::Timeout("expression evaluation"));
+        }
+        Ok(())
+    }
+
+    pub fn check_samples(&self, n: usize) -> Result<(), QueryError> {
+        if n > self.limits.max_samples {
+            return Err(QueryError::Execution(format!(
+                "query processing would load too many samples into memory in query execution (more than {})",
+                self.limits.max_samples
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_points(&self, v: &Val) -> Result<(), QueryError> {
+        let n = match v {
+            Val::Vector(rows) => rows.iter().map(|r| r.vals.iter().filter(|v| v.is_some()).count()).sum(),
+            Val::Matrix(m) => m.iter().map(|(_, s)| s.len()).sum(),
+            Val::Scalar(_) | Val::String(_) => 0,
+        };
+        self.check_samples(n)
+    }
+
+    pub fn eval(&self, e: &Expr) -> Result<Val, QueryError> {
+        self.check_time()?;
+        let v = match e {
+            Expr::NumberLiteral(n) => Val::Scalar(vec![n.val; self.n]),
+            Expr::StringLiteral(s) => Val::String(s.val.clone()),
+            Expr::Paren(p) => return self.eval(&p.expr),
+            Expr::VectorSelector(vs) => Val::Vector(self.selector(vs, false)?),
+            Expr::MatrixSelector(_) | Expr::Subquery(_) => {
+                let w = self.windows(e)?;
+                if self.n != 1 {
+                    return Err(QueryError::BadData("a range vector cannot be evaluated at more than one step".into()));
+                }
+                // At the top of an instant query: the samples of the one window.
+                let (lo, hi) = (w.ends[0] - w.range, w.ends[0]);
+                Val::Matrix(
+                    w.series
+                        .into_iter()
+                        .filter_map(|(l, s)| {
+                            let a = s.partition_point(|x| x.t < lo);
+                            let b = s.partition_point(|x| x.t <= hi);
+                            (a < b).then(|| (l, s[a..b].to_vec()))
+                        })
+                        .collect(),
+                )
+            }
+            Expr::Unary(u) => match self.eval(&u.expr)? {
+                Val::Scalar(v) => Val::Scalar(v.into_iter().map(|x| -x).collect()),
+                Val::Vector(rows) => {
+                    let rows: Vec<Row> = rows
+                        .into_iter()
+                        .map(|r| Row {
+                            labels: drop_name(&r.labels),
+                            vals: r.vals.iter().map(|v| v.map(|x| -x)).collect(),
+                        })
+                        .collect();
+                    check_distinct(&rows)?;
+                    Val::Vector(rows)
+                }
+                _ => return Err(QueryError::BadData("unary minus applies to scalars and instant vectors only".into())),
+            },
+            Expr::Binary(b) => self.binary(b)?,
+            Expr::Aggregate(a) => self.aggregate(a)?,
+            Expr::Call(c) => self.call(c)?,
+            Expr::Extension(_) => return Err(unsupported("extension expressions")),
+        };
+        self.check_points(&v)?;
+        Ok(v)
+    }
+
+    pub fn eval_vector(&self, e: &Expr) -> Result<Vec<Row>, QueryError> {
+        match self.eval(e)? {
+            Val::Vector(rows) => Ok(rows),
+            _ => Err(QueryError::BadData(format!("expected an instant vector, got {e}"))),
+        }
+    }
+
+    pub fn eval_scalar(&self, e: &Expr) -> Result<Vec<f64>, QueryError> {
+        match self.eval(e)? {
+            Val::Scalar(v) => Ok(v),
+            _ => Err(QueryError::BadData(format!("expected a scalar, got {e}"))),
+        }
+    }
+
+    pub fn eval_string(&self, e: &Expr) -> Result<String, QueryError> {
+        match unparen(e) {
+            Expr::StringLiteral(s) => Ok(s.val.clone()),
+            _ => Err(QueryError::BadData(format!("expected a string literal, got {e}"))),
+        }
+    }
+
+    /// The time a selector reads at for step time `t`, after `@` and `offset`.
+    fn shifted(&self, at: &Option<AtModifier>, offset: &Option<Offset>, t: i64) -> i64 {
+        let base = match at {
+            None => t,
+            Some(AtModifier::Start) => self.q_start,
+            Some(AtModifier::End) => self.q_end,
+            Some(AtModifier::At(st)) => match st.duration_since(UNIX_EPOCH) {
+                Ok(d) => d.as_millis() as i64,
+                Err(e) => -(e.duration().as_millis() as i64),
+            },
+        };
+        match offset {
+            None => base,
+            Some(Offset::Pos(d)) => base - d.as_millis() as i64,
+            Some(Offset::Neg(d)) => base + d.as_millis() as i64,
+        }
+    }
+
+    /// An instant selector at every step; with `timestamps`, the value is the sample's time in
+    /// seconds (what `timestamp()` of a selector returns).
+    pub fn selector(&self, vs: &VectorSelector, timestamps: bool) -> Result<Vec<Row>, QueryError> {
+        let ms = matchers_of(vs).map_err(QueryError::BadData)?;
+        let times: Vec<i64> = (0..self.n).map(|i| self.shifted(&vs.at, &vs.offset, self.t(i))).collect();
+        let series = self.db.select(&ms, times[0] - LOOKBACK_MS, times[self.n - 1])?;
+        self.check_samples(series.iter().map(|s| s.samples.len()).sum())?;
+        let mut rows = Vec::with_capacity(series.len());
+        for s in series {
+            self.check_time()?;
+            let mut vals = Vec::with_capacity(self.n);
+            // Step times only move forward, so a cursor replaces a binary search per step.
+            let mut end = 0;
+            for &te in &times {
+                while end < s.samples.len() && s.samples[end].t <= te {
+                    end += 1;
+                }
+                vals.push(visible(&s.samples, end, te).map(|x| if timestamps { x.t as f64 / 1000.0 } else { x.v }));
+            }
+            if vals.iter().any(Option::is_some) {
+                rows.push(Row { labels: s.labels, vals });
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The argument of a function over time: a range selector or a subquery.
+    pub fn windows(&self, e: &Expr) -> Result<Windows, QueryError> {
+        match unparen(e) {
+            Expr::MatrixSelector(m) => {
+                let ms = matchers_of(&m.vs).map_err(QueryError::BadData)?;
+                let range = m.range.as_millis() as i64;
+                let ends: Vec<i64> = (0..self.n).map(|i| self.shifted(&m.vs.at, &m.vs.offset, self.t(i))).collect();
+                let series = self.db.select(&ms, ends[0] - range, ends[self.n - 1])?;
+                self.check_samples(series.iter().map(|s| s.samples.len()).sum())?;
+                let series = series
+                    .into_iter()
+                    .map(|s| {
+                        let samples = if s.samples.iter().any(|x| is_stale(x.v)) {
+                            s.samples.into_iter().filter(|x| !is_stale(x.v)).collect()
+                        } else {
+                            s.samples
+                        };
+                        (s.labels, samples)
+                    })
+                    .collect();
+                Ok(Windows { series, range, ends })
+            }
+            Expr::Subquery(sq) => self.subquery(sq),
+            other => Err(QueryError::BadData(format!("expected a range vector, got {other}"))),
+        }
+    }
+
+    /// A subquery: its expression evaluated at its own steps, aligned to multiples of the step as
+    /// Prometheus aligns them, from the first window's start to the last window's end.
+    fn subquery(&self, sq: &SubqueryExpr) -> Result<Windows, QueryError> {
+        let range = sq.range.as_millis() as i64;
+        let step = sq.step.map(|d| d.as_millis() as i64).filter(|&s| s > 0).unwrap_or(DEFAULT_SUBQUERY_STEP_MS);
+        let ends: Vec<i64> = (0..self.n).map(|i| self.shifted(&sq.at, &sq.offset, self.t(i))).collect();
+        let lo = ends[0] - range;
+        let mut start = lo.div_euclid(step) * step;
+        if start < lo {
+            start += step;
+        }
+        let end = ends[self.n - 1];
+        if end < start {
+            return Ok(Windows { series: Vec::new(), range, ends });
+        }
+        // Each step of the subquery is a point of every series it yields.
+        self.check_samples(((end - start) / step) as usize)?;
+        let inner = self.child(start, end, step);
+        let series = match inner.eval(&sq.expr)? {
+            Val::Vector(rows) => rows
+                .into_iter()
+                .map(|r| {
+                    let s =
+                        r.vals.iter().enumerate().filter_map(|(i, v)| v.map(|v| Sample::new(inner.t(i), v))).collect();
+                    (r.labels, s)
+                })
+                .collect(),
+            Val::Scalar(v) => vec![(
+                Arc::new(Labels::default()),
+                v.iter().enumerate().map(|(i, &v)| Sample::new(inner.t(i), v)).collect(),
+            )],
+            _ => return Err(QueryError::BadData("subqueries apply to instant vectors only".into())),
+        };
+        Ok(Windows { series, range, ends })
+    }
+}
+
+// === impl Windows ===
+
+impl Windows {
+    /// Calls `f(step, window)` for each step whose window holds samples of series `s`.
+    pub fn each(&self, s: usize, mut f: impl FnMut(usize, &[Sample])) {
+        let samples = &self.series[s].1;
+        let (mut lo, mut hi) = (0, 0);
+        for (i, &end) in self.ends.iter().enumerate() {
+            let start = end - self.range;
+            // Window ends never move backwards, so both bounds are cursors.
+            while lo < samples.len() && samples[lo].t < start {
+                lo += 1;
+            }
+            if hi < lo {
+                hi = lo;
+            }
+            while hi < samples.len() && samples[hi].t <= end {
+                hi += 1;
+            }
+            if lo < hi {
+                f(i, &samples[lo..hi]);
+            }
+        }
+    }
+}
+
+/// Collects output rows by label set, refusing two values for one label set at one step.
+pub struct Out {
+    n: usize,
+    index: HashMap<Arc<Labels>, usize>,
+    pub rows: Vec<Row>,
+}
+
+// === impl Out ===
+
+impl Out {
+    pub fn new(n: usize) -> Out {
+        Out { n, index: HashMap::new(), rows: Vec::new() }
+    }
+
+    /// The row for a label set, created empty on first use.
+    pub fn slot(&mut self, labels: Arc<Labels>) -> usize {
+        if let Some(&i) = self.index.get(&labels) {
+            return i;
+        }
+        let i = self.rows.len();
+        self.rows.push(Row { labels: labels.clone(), vals: vec![None; self.n] });
+        self.index.insert(labels, i);
+        i
+    }
+
+    pub fn set(&mut self, row: usize, step: usize, v: f64) -> Result<(), QueryError> {
+        let slot = &mut self.rows[row].vals[step];
+        if slot.is_some() {
+            return Err(same_labelset());
+        }
+        *slot = Some(v);
+        Ok(())
+    }
+
+    pub fn finish(self) -> Vec<Row> {
+        self.rows.into_iter().filter(|r| r.vals.iter().any(Option::is_some)).collect()
+    }
+}
+
+pub fn same_labelset() -> QueryError {
+    QueryError::Execution("vector cannot contain metrics with the same labelset".into())
+}
+
+/// Prometheus' check on whole results: no two series with one label set.
+pub fn check_distinct(rows: &[Row]) -> Result<(), QueryError> {
+    let mut seen = std::collections::HashSet::with_capacity(rows.len());
+    for r in rows {
+        if !seen.insert(&*r.labels) {
+            return Err(same_labelset());
+        }
+    }
+    Ok(())
+}
+
+pub fn drop_name(l: &Arc<Labels>) -> Arc<Labels> {
+    if l.get(METRIC_NAME).is_some() { Arc::new(l.without_name()) } else { l.clone() }
+}
+
+pub fn unparen(mut e: &Expr) -> &Expr {
+    while let Expr::Paren(p) = e {
+        e = &p.expr;
+    }
+    e
+}
+
+pub fn unsupported(what: &str) -> QueryError {
+    QueryError::BadData(format!("{what} are not supported"))
+}

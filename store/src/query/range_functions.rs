@@ -1,0 +1,278 @@
+//! Functions over range vectors (`rate`, `*_over_time`, `deriv`, …): one value per step from the
+//! samples in that step's window, computed as Prometheus 2 computes them.
+
+use super::QueryError;
+use super::eval::{Ev, Row, check_distinct, drop_name};
+use super::functions::{absent_labels, quantile};
+use argus_model::Sample;
+use promql_parser::parser::Call;
+
+/// What a function over time sees at one step.
+struct Window<'a> {
+    s: &'a [Sample],
+    /// The window's bounds in ms (`start` inclusive).
+    start: i64,
+    end: i64,
+    /// The step's own time (predict_linear predicts from it).
+    t: i64,
+    range_secs: f64,
+}
+
+// === impl Ev ===
+
+impl Ev<'_> {
+    /// Evaluates a function whose argument `m` is a range vector; `None` for other functions.
+    pub fn range_function(&self, c: &Call) -> Result<Option<Vec<Row>>, QueryError> {
+        let name = c.func.name;
+        let args = &c.args.args;
+        let m = match name {
+            "quantile_over_time" => 1,
+            "rate"
+            | "irate"
+            | "increase"
+            | "delta"
+            | "idelta"
+            | "deriv"
+            | "predict_linear"
+            | "resets"
+            | "changes"
+            | "avg_over_time"
+            | "min_over_time"
+            | "max_over_time"
+            | "sum_over_time"
+            | "count_over_time"
+            | "stddev_over_time"
+            | "stdvar_over_time"
+            | "last_over_time"
+            | "present_over_time"
+            | "absent_over_time"
+            | "double_exponential_smoothing" => 0,
+            _ => return Ok(None),
+        };
+        // Scalar arguments, evaluated per step.
+        let mut scalars: Vec<Vec<f64>> = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            if i != m {
+                scalars.push(self.eval_scalar(a)?);
+            }
+        }
+        let w = self.windows(&args[m])?;
+        if name == "absent_over_time" {
+            let mut any = vec![false; self.n];
+            for s in 0..w.series.len() {
+                w.each(s, |i, _| any[i] = true);
+            }
+            let vals: Vec<Option<f64>> = any.iter().map(|&a| (!a).then_some(1.0)).collect();
+            if vals.iter().all(Option::is_none) {
+                return Ok(Some(Vec::new()));
+            }
+            return Ok(Some(vec![Row { labels: std::sync::Arc::new(absent_labels(&args[m])), vals }]));
+        }
+        if name == "double_exponential_smoothing" {
+            for (what, v) in [("smoothing", &scalars[0]), ("trend", &scalars[1])] {
+                if let Some(x) = v.iter().find(|&&x| x <= 0.0 || x >= 1.0) {
+                    return Err(QueryError::Execution(format!(
+                        "invalid {what} factor. Expected: 0 < {} < 1, got: {x:.6}",
+                        if what == "smoothing" { "sf" } else { "tf" }
+                    )));
+                }
+            }
+        }
+        let range_secs = w.range as f64 / 1000.0;
+        let mut rows = Vec::with_capacity(w.series.len());
+        for (si, (labels, _)) in w.series.iter().enumerate() {
+            self.check_time()?;
+            let mut vals = vec![None; self.n];
+            w.each(si, |i, s| {
+                let win = Window { s, start: w.ends[i] - w.range, end: w.ends[i], t: self.t(i), range_secs };
+                let arg = |k: usize| scalars.get(k).map_or(f64::NAN, |v| v[i]);
+                vals[i] = apply(name, &win, arg);
+            });
+            if vals.iter().any(Option::is_some) {
+                let labels = if name == "last_over_time" { labels.clone() } else { drop_name(labels) };
+                rows.push(Row { labels, vals });
+            }
+        }
+        check_distinct(&rows)?;
+        Ok(Some(rows))
+    }
+}
+
+fn apply(name: &str, w: &Window, arg: impl Fn(usize) -> f64) -> Option<f64> {
+    let s = w.s;
+    let last = s[s.len() - 1];
+    Some(match name {
+        "rate" => extrapolated(w, true, true)?,
+        "increase" => extrapolated(w, true, false)?,
+        "delta" => extrapolated(w, false, false)?,
+        "irate" => instant_value(s, true)?,
+        "idelta" => instant_value(s, false)?,
+        "deriv" => {
+            if s.len() < 2 {
+                return None;
+            }
+            linear_regression(s, s[0].t).0
+        }
+        "predict_linear" => {
+            if s.len() < 2 {
+                return None;
+            }
+            let (slope, intercept) = linear_regression(s, w.t);
+            slope * arg(0) + intercept
+        }
+        "resets" => s.windows(2).filter(|p| p[1].v < p[0].v).count() as f64,
+        "changes" => s.windows(2).filter(|p| p[1].v != p[0].v && !(p[1].v.is_nan() && p[0].v.is_nan())).count() as f64,
+        "avg_over_time" => avg_over_time(s),
+        "min_over_time" => s.iter().fold(s[0].v, |m, x| if x.v < m || m.is_nan() { x.v } else { m }),
+        "max_over_time" => s.iter().fold(s[0].v, |m, x| if x.v > m || m.is_nan() { x.v } else { m }),
+        "sum_over_time" => {
+            let (sum, c) = s.iter().fold((0.0, 0.0), |(sum, c), x| kahan_inc(x.v, sum, c));
+            if sum.is_infinite() { sum } else { sum + c }
+        }
+        "count_over_time" => s.len() as f64,
+        "stddev_over_time" => variance(s).sqrt(),
+        "stdvar_over_time" => variance(s),
+        "last_over_time" => last.v,
+        "present_over_time" => 1.0,
+        "quantile_over_time" => {
+            let mut v: Vec<f64> = s.iter().map(|x| x.v).collect();
+            quantile(arg(0), &mut v)
+        }
+        "double_exponential_smoothing" => holt_winters(s, arg(0), arg(1))?,
+        _ => return None,
+    })
+}
+
+/// `rate`, `increase` and `delta`: the change over the window, corrected for counter resets and
+/// extrapolated towards the window's edges (no further than half a sample interval beyond the data,
+/// and never below zero for counters).
+fn extrapolated(w: &Window, counter: bool, rate: bool) -> Option<f64> {
+    let s = w.s;
+    if s.len() < 2 {
+        return None;
+    }
+    let (first, last) = (s[0], s[s.len() - 1]);
+    let mut result = last.v - first.v;
+    if counter {
+        let mut prev = first.v;
+        for x in &s[1..] {
+            if x.v < prev {
+                result += prev;
+            }
+            prev = x.v;
+        }
+    }
+    let mut to_start = (first.t - w.start) as f64 / 1000.0;
+    let to_end = (w.end - last.t) as f64 / 1000.0;
+    let sampled = (last.t - first.t) as f64 / 1000.0;
+    let avg_step = sampled / (s.len() - 1) as f64;
+    if counter && result > 0.0 && first.v >= 0.0 {
+        let to_zero = sampled * (first.v / result);
+        if to_zero < to_start {
+            to_start = to_zero;
+        }
+    }
+    let threshold = avg_step * 1.1;
+    let mut interval = sampled;
+    interval += if to_start < threshold { to_start } else { avg_step / 2.0 };
+    interval += if to_end < threshold { to_end } else { avg_step / 2.0 };
+    let mut factor = interval / sampled;
+    if rate {
+        factor /= w.range_secs;
+    }
+    Some(result * factor)
+}
+
+/// `irate` and `idelta`: from the last two samples.
+fn instant_value(s: &[Sample], rate: bool) -> Option<f64> {
+    if s.len() < 2 {
+        return None;
+    }
+    let (prev, last) = (s[s.len() - 2], s[s.len() - 1]);
+    let mut v = if rate && last.v < prev.v { last.v } else { last.v - prev.v };
+    let dt = last.t - prev.t;
+    if dt == 0 {
+        return None;
+    }
+    if rate {
+        v /= dt as f64 / 1000.0;
+    }
+    Some(v)
+}
+
+/// Kahan-Babuška summation step, as Prometheus' `kahanSumInc`.
+pub fn kahan_inc(inc: f64, sum: f64, c: f64) -> (f64, f64) {
+    let t = sum + inc;
+    let c = if sum.abs() >= inc.abs() { c + ((sum - t) + inc) } else { c + ((inc - t) + sum) };
+    (t, c)
+}
+
+fn avg_over_time(s: &[Sample]) -> f64 {
+    let (mut mean, mut c, mut count) = (0.0f64, 0.0f64, 0.0f64);
+    for x in s {
+        count += 1.0;
+        if mean.is_infinite()
+            && ((x.v.is_infinite() && (mean > 0.0) == (x.v > 0.0)) || (!x.v.is_infinite() && !x.v.is_nan()))
+        {
+            continue;
+        }
+        (mean, c) = kahan_inc(x.v / count - mean / count, mean, c);
+    }
+    if mean.is_infinite() { mean } else { mean + c }
+}
+
+fn variance(s: &[Sample]) -> f64 {
+    let (mut count, mut mean, mut c_mean, mut aux, mut c_aux) = (0.0f64, 0.0, 0.0, 0.0, 0.0);
+    for x in s {
+        count += 1.0;
+        let delta = x.v - (mean + c_mean);
+        (mean, c_mean) = kahan_inc(delta / count, mean, c_mean);
+        (aux, c_aux) = kahan_inc(delta * (x.v - (mean + c_mean)), aux, c_aux);
+    }
+    (aux + c_aux) / count
+}
+
+/// Least-squares slope and intercept, with x in seconds from `intercept_t`.
+fn linear_regression(s: &[Sample], intercept_t: i64) -> (f64, f64) {
+    let (mut n, mut sx, mut cx, mut sy, mut cy, mut sxy, mut cxy, mut sx2, mut cx2) =
+        (0.0f64, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    let init_y = s[0].v;
+    let mut const_y = true;
+    for (i, x) in s.iter().enumerate() {
+        if const_y && i > 0 && x.v != init_y {
+            const_y = false;
+        }
+        n += 1.0;
+        let t = (x.t - intercept_t) as f64 / 1e3;
+        (sx, cx) = kahan_inc(t, sx, cx);
+        (sy, cy) = kahan_inc(x.v, sy, cy);
+        (sxy, cxy) = kahan_inc(t * x.v, sxy, cxy);
+        (sx2, cx2) = kahan_inc(t * t, sx2, cx2);
+    }
+    if const_y {
+        if init_y.is_infinite() {
+            return (f64::NAN, f64::NAN);
+        }
+        return (0.0, init_y);
+    }
+    let (sx, sy, sxy, sx2) = (sx + cx, sy + cy, sxy + cxy, sx2 + cx2);
+    let cov = sxy - sx * sy / n;
+    let var = sx2 - sx * sx / n;
+    let slope = cov / var;
+    (slope, sy / n - slope * sx / n)
+}
+
+fn holt_winters(s: &[Sample], sf: f64, tf: f64) -> Option<f64> {
+    if s.len() < 2 {
+        return None;
+    }
+    let (mut s0, mut s1, mut b) = (0.0, s[0].v, s[1].v - s[0].v);
+    for (i, x) in s.iter().enumerate().skip(1) {
+        let xv = sf * x.v;
+        b = if i == 1 { b } else { tf * (s1 - s0) + (1.0 - tf) * b };
+        let y = (1.0 - sf) * (s1 + b);
+        s0 = s1;
+        s1 = xv + y;
+    }
+    Some(s1)
+}
