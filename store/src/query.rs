@@ -98,6 +98,22 @@ pub fn matchers_of(vs: &VectorSelector) -> Result<Vec<Matcher>, String> {
 }
 
 fn parse(query: &str) -> Result<Expr, QueryError> {
+    static EXTRA: std::sync::Once = std::sync::Once::new();
+    EXTRA.call_once(|| {
+        use promql_parser::parser::{Function, value::ValueType};
+        // Prometheus 2's name for double_exponential_smoothing, which 2.x dashboards still use; the
+        // parser only knows the new name. Registering fails only on a clash with a built-in name.
+        let hw = Function::new(
+            "holt_winters",
+            vec![ValueType::Matrix, ValueType::Scalar, ValueType::Scalar],
+            0,
+            ValueType::Vector,
+            false,
+        );
+        if let Err(e) = promql_parser::parser::register_extra_functions(vec![hw]) {
+            tracing::warn!(error = %e, "holt_winters stays unavailable");
+        }
+    });
     promql_parser::parser::parse(query).map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
 }
 

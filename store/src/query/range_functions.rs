@@ -46,7 +46,8 @@ impl Ev<'_> {
             | "last_over_time"
             | "present_over_time"
             | "absent_over_time"
-            | "double_exponential_smoothing" => 0,
+            | "double_exponential_smoothing"
+            | "holt_winters" => 0,
             _ => return Ok(None),
         };
         // Scalar arguments, evaluated per step.
@@ -68,7 +69,7 @@ impl Ev<'_> {
             }
             return Ok(Some(vec![Row { labels: std::sync::Arc::new(absent_labels(&args[m])), vals }]));
         }
-        if name == "double_exponential_smoothing" {
+        if matches!(name, "double_exponential_smoothing" | "holt_winters") {
             for (what, v) in [("smoothing", &scalars[0]), ("trend", &scalars[1])] {
                 if let Some(x) = v.iter().find(|&&x| x <= 0.0 || x >= 1.0) {
                     return Err(QueryError::Execution(format!(
@@ -138,7 +139,7 @@ fn apply(name: &str, w: &Window, arg: impl Fn(usize) -> f64) -> Option<f64> {
             let mut v: Vec<f64> = s.iter().map(|x| x.v).collect();
             quantile(arg(0), &mut v)
         }
-        "double_exponential_smoothing" => holt_winters(s, arg(0), arg(1))?,
+        "double_exponential_smoothing" | "holt_winters" => holt_winters(s, arg(0), arg(1))?,
         _ => return None,
     })
 }
