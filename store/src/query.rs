@@ -161,7 +161,8 @@ pub fn range(db: &Db, query: &str, start: i64, end: i64, step: i64, limits: &Que
         eval::Val::Vector(rows) => rows
             .into_iter()
             .map(|r| {
-                let points = r.vals.iter().enumerate().filter_map(|(i, v)| v.map(|v| Sample::new(t(i), v))).collect();
+                let mut points = Vec::with_capacity(r.vals.iter().filter(|v| v.is_some()).count());
+                points.extend(r.vals.iter().enumerate().filter_map(|(i, v)| v.map(|v| Sample::new(t(i), v))));
                 (r.labels, points)
             })
             .filter(|(_, p): &(_, Vec<Sample>)| !p.is_empty())

@@ -59,13 +59,15 @@ impl Block {
         let (mut ts, mut vals, mut buf) = (Vec::new(), Vec::new(), Vec::new());
         for id in self.postings.select(matchers) {
             let (labels, chunks) = &self.series[id as usize];
-            let mut samples = Vec::new();
+            // Decode every overlapping chunk first, so the samples are built once at their final size.
+            ts.clear();
+            vals.clear();
             for c in chunks.iter().filter(|c| c.min_time <= maxt && c.max_time >= mint) {
                 self.read_chunk(c, &mut buf, &mut ts, &mut vals)?;
-                samples.extend(
-                    ts.iter().zip(&vals).filter(|(t, _)| **t >= mint && **t <= maxt).map(|(t, v)| Sample::new(*t, *v)),
-                );
             }
+            let (a, b) = (ts.partition_point(|t| *t < mint), ts.partition_point(|t| *t <= maxt));
+            let samples: Vec<Sample> =
+                ts[a..b.max(a)].iter().zip(&vals[a..b.max(a)]).map(|(t, v)| Sample::new(*t, *v)).collect();
             if !samples.is_empty() {
                 out.push((labels.clone(), samples));
             }
@@ -99,8 +101,6 @@ impl Block {
         buf.resize(c.len as usize, 0);
         self.chunks.read_exact_at(buf, c.offset).map_err(|e| BlockError::Io { path: path(), source: e })?;
         check_crc(&path(), c, buf)?;
-        ts.clear();
-        vals.clear();
         chunk::decode_into(buf, ts, vals).map_err(|e| corrupt(&path(), format!("chunk at {}: {e}", c.offset)))?;
         Ok(())
     }
