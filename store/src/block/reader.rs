@@ -12,6 +12,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Below this many chunks to decode, a read stays on its own thread: threads cost more than they save.
+pub(super) const PARALLEL_CHUNKS: usize = 64;
+
 pub struct Block {
     pub dir: PathBuf,
     pub meta: Meta,
@@ -54,10 +57,39 @@ impl Block {
     }
 
     /// Series selected by the matchers with their samples in [mint, maxt].
+    ///
+    /// Decoding dominates large reads, so when there are many chunks to decode the series are split
+    /// among threads (one per core, up to 8).
     pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, BlockError> {
+        let ids = self.postings.select(matchers);
+        let chunks: usize = ids
+            .iter()
+            .map(|&id| self.series[id as usize].1.iter().filter(|c| c.min_time <= maxt && c.max_time >= mint).count())
+            .sum();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        if threads < 2 || chunks < PARALLEL_CHUNKS {
+            return self.select_ids(&ids, mint, maxt);
+        }
+        let per = ids.len().div_ceil(threads);
+        let parts: Vec<Result<Vec<SeriesSamples>, BlockError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                ids.chunks(per).map(|part| scope.spawn(move || self.select_ids(part, mint, maxt))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(corrupt(&self.dir, "a decoding thread panicked".into()))))
+                .collect()
+        });
+        let mut out = Vec::with_capacity(ids.len());
+        for p in parts {
+            out.extend(p?);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn select_ids(&self, ids: &[u32], mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, BlockError> {
         let mut out = Vec::new();
         let (mut ts, mut vals, mut buf) = (Vec::new(), Vec::new(), Vec::new());
-        for id in self.postings.select(matchers) {
+        for &id in ids {
             let (labels, chunks) = &self.series[id as usize];
             // Decode every overlapping chunk first, so the samples are built once at their final size.
             ts.clear();

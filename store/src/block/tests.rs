@@ -93,3 +93,24 @@ fn golden_index_and_events_bytes() {
     expect_test::expect!["41524745010000000101085f5f6e616d655f5f05655f6d7367d00f034f4f4d9be443cd"]
         .assert_eq(&hex("events"));
 }
+
+#[test]
+fn large_reads_split_among_threads_give_the_same_answer() {
+    let d = tempfile::tempdir().unwrap();
+    let all: Vec<_> = (0..300).map(|h| series("gpu_util", &format!("node-{h:03}"), 50 + h)).collect();
+    let (path, _) = write_block(
+        d.path(),
+        Encoding::Pco,
+        Lineage { id: 1, seq: 1, level: 0, sources: Vec::new() },
+        all.clone(),
+        vec![],
+    )
+    .unwrap()
+    .unwrap();
+    let b = Block::open(&path).unwrap();
+    let ids = b.postings().select(&[Matcher::eq("__name__", "gpu_util")]);
+    assert!(ids.len() >= reader::PARALLEL_CHUNKS, "enough chunks to take the threaded path");
+    let threaded = b.select(&[Matcher::eq("__name__", "gpu_util")], 0, i64::MAX).unwrap();
+    assert_eq!(threaded, b.select_ids(&ids, 0, i64::MAX).unwrap());
+    assert_eq!(threaded, all, "every series, in index order, with all its samples");
+}
