@@ -1,14 +1,17 @@
 //! The store's HTTP endpoints: ingest (InfluxDB v1/v2 line protocol, Prometheus remote write), the
-//! Prometheus query API, events, flush, health and self metrics.
+//! Prometheus query API as Grafana's Prometheus data source uses it, events, flush, health and self
+//! metrics. docs/api.md lists them with their parameters and deviations from Prometheus.
 
 // Handlers return an early `Response` as their error: it is what axum sends, and boxing it buys nothing.
 #![allow(clippy::result_large_err)]
 
 mod body;
+mod envelope;
 mod ingest;
 mod json;
 mod params;
 mod query;
+mod status;
 
 use crate::Db;
 use axum::Router;
@@ -79,7 +82,10 @@ impl State {
     }
 }
 
-/// The store's routes, ready to be merged into the one listener of `argus serve`.
+/// The store's routes, ready to be served by the one listener of `argus serve`. It owns the fallbacks:
+/// unknown paths answer 404 and known paths with another method 405, in the error shape of the API the
+/// path belongs to (`envelope.rs`). Every read endpoint takes GET and form-encoded POST, a superset of
+/// Prometheus (which takes only GET on some), so a client configured for POST never needs a retry.
 pub fn router(state: Arc<State>) -> Router {
     let body_limit = state.limits.max_body_bytes;
     Router::new()
@@ -92,10 +98,17 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/api/v1/query_range", get(query::range).post(query::range))
         .route("/api/v1/series", get(query::series).post(query::series))
         .route("/api/v1/labels", get(query::labels).post(query::labels))
-        .route("/api/v1/label/{name}/values", get(query::label_values))
+        .route("/api/v1/label/{name}/values", get(query::label_values).post(query::label_values))
+        .route("/api/v1/metadata", get(status::metadata).post(status::metadata))
+        .route("/api/v1/query_exemplars", get(status::query_exemplars).post(status::query_exemplars))
+        .route("/api/v1/status/buildinfo", get(status::buildinfo).post(status::buildinfo))
+        .route("/api/v1/rules", get(status::rules).post(status::rules))
+        .route("/api/v1/alerts", get(status::alerts).post(status::alerts))
         .route("/metrics", get(metrics))
         .route("/-/healthy", get(|| async { "Argus is Healthy.\n" }))
         .route("/-/ready", get(|| async { "Argus is Ready.\n" }))
+        .fallback(envelope::not_found)
+        .method_not_allowed_fallback(envelope::method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }

@@ -11,6 +11,7 @@ mod binary;
 mod eval;
 mod functions;
 mod range_functions;
+mod syntax;
 #[cfg(test)]
 mod tests;
 
@@ -114,7 +115,13 @@ fn parse(query: &str) -> Result<Expr, QueryError> {
             tracing::warn!(error = %e, "holt_winters stays unavailable");
         }
     });
-    promql_parser::parser::parse(query).map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
+    promql_parser::parser::parse(query)
+        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {}", syntax::with_position(query, &e))))
+}
+
+/// `promql-parser`'s message for `query` with Prometheus' `line:col: parse error:` prefix.
+pub fn parse_error(query: &str, message: &str) -> String {
+    syntax::with_position(query, message)
 }
 
 /// The sample an instant selector sees at `t`, given `end`, the number of samples at or before `t`:

@@ -209,6 +209,11 @@ impl Server {
         Reply::from(req.send().expect("POST"))
     }
 
+    /// A request with any method and no body (e.g. DELETE, to see a 405).
+    pub fn send(&self, method: reqwest::Method, path_and_query: &str) -> Reply {
+        Reply::from(self.http.request(method, self.url(path_and_query)).send().expect("request"))
+    }
+
     /// A v2 line-protocol write with millisecond timestamps.
     pub fn write_ms(&self, lines: &str) -> Reply {
         self.post("/api/v2/write?org=o&bucket=b&precision=ms", &[], lines.to_string())

@@ -2,42 +2,22 @@
 //! `label/{name}/values`) and `/api/v1/events`, with Prometheus' response and error envelope.
 
 use super::State;
-use super::params::{Params, parse_duration, parse_selector, parse_time};
+use super::envelope::{TRUNCATED, bad, err, ok, ok_warn, query_error, value};
+use super::params::{Params, parse_duration, parse_limit, parse_selector, parse_time, unescape_label_name};
 use crate::db::now_ms;
-use crate::query::{self, QueryError, Value};
+use crate::query::{self, QueryLimits};
 use argus_model::{Labels, Matcher};
-use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as S};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State as S};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::{Map, Value as J, json};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Prometheus' smallest and largest times, used when `start`/`end` are absent.
 const MIN_TIME: i64 = -9_223_372_036_854_775 / 1000 * 1000;
 const MAX_TIME: i64 = 9_223_372_036_854_775 / 1000 * 1000;
-
-fn ok(data: J) -> Response {
-    Json(json!({ "status": "success", "data": data })).into_response()
-}
-
-fn err(status: StatusCode, kind: &str, msg: String) -> Response {
-    (status, Json(json!({ "status": "error", "errorType": kind, "error": msg }))).into_response()
-}
-
-fn bad(msg: String) -> Response {
-    err(StatusCode::BAD_REQUEST, "bad_data", msg)
-}
-
-fn query_error(e: QueryError) -> Response {
-    match e {
-        QueryError::BadData(m) => bad(m),
-        QueryError::Execution(m) => err(StatusCode::UNPROCESSABLE_ENTITY, "execution", m),
-        e @ QueryError::Timeout(_) => err(StatusCode::SERVICE_UNAVAILABLE, "timeout", e.to_string()),
-        QueryError::Storage(e) => err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
-    }
-}
 
 fn metric(l: &Labels) -> J {
     let mut m = Map::new();
@@ -47,7 +27,7 @@ fn metric(l: &Labels) -> J {
     J::Object(m)
 }
 
-fn time_param(p: &Params, name: &str, default: i64) -> Result<i64, Response> {
+pub(super) fn time_param(p: &Params, name: &str, default: i64) -> Result<i64, Response> {
     match p.get(name) {
         None | Some("") => Ok(default),
         Some(s) => parse_time(s).map_err(|e| bad(format!("invalid parameter \"{name}\": {e}"))),
@@ -58,8 +38,37 @@ fn matchers(p: &Params) -> Result<Vec<Vec<Matcher>>, Response> {
     p.all("match[]").map(|s| parse_selector(s).map_err(bad)).collect()
 }
 
-fn value_response(v: &Value) -> Response {
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], super::json::query_result(v)).into_response()
+fn limit(p: &Params) -> Result<Option<usize>, Response> {
+    parse_limit(p.get("limit")).map_err(|e| bad(format!("invalid parameter \"limit\": {e}")))
+}
+
+/// A list cut to `limit`, with Prometheus' warning when something was cut.
+fn limited(mut items: Vec<J>, limit: Option<usize>) -> Response {
+    match limit {
+        Some(n) if items.len() > n => {
+            items.truncate(n);
+            ok_warn(J::Array(items), &[TRUNCATED])
+        }
+        _ => ok(J::Array(items)),
+    }
+}
+
+/// The server's query limits, with the time limit lowered to the request's `timeout` if that is shorter
+/// (Grafana sends `timeout=2m` with every query); a longer one does not raise it.
+fn query_limits(state: &State, p: &Params) -> Result<QueryLimits, Response> {
+    let mut limits = state.limits.query.clone();
+    if let Some(s) = p.get("timeout").filter(|s| !s.is_empty()) {
+        let ms = parse_duration(s).map_err(|e| bad(format!("invalid parameter \"timeout\": {e}")))?;
+        limits.timeout = limits.timeout.min(Duration::from_millis(ms.max(0) as u64));
+    }
+    Ok(limits)
+}
+
+fn query_text(p: &Params) -> Result<String, Response> {
+    match p.get("query") {
+        Some(q) => Ok(q.to_string()),
+        None => Err(bad("invalid parameter \"query\": query must not be empty".into())),
+    }
 }
 
 /// Runs a query off the async threads and reports its server-side time in a `Server-Timing` header
@@ -78,26 +87,24 @@ async fn blocking<F: FnOnce() -> Response + Send + 'static>(f: F) -> Response {
     .unwrap_or_else(|e| err(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("query task failed: {e}")))
 }
 
-pub async fn instant(S(state): S<Arc<State>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
-    let p = Params::parse(q.as_deref(), &body);
-    let Some(query) = p.get("query").map(str::to_string) else {
-        return bad("invalid parameter \"query\": query must not be empty".into());
+/// `/api/v1/query`: `query`, `time` (default now), `timeout`.
+pub async fn instant(S(state): S<Arc<State>>, p: Params) -> Response {
+    let (query, t, limits) = match (query_text(&p), time_param(&p, "time", now_ms()), query_limits(&state, &p)) {
+        (Ok(q), Ok(t), Ok(l)) => (q, t, l),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
     };
-    let t = match time_param(&p, "time", now_ms()) {
-        Ok(t) => t,
-        Err(r) => return r,
-    };
-    blocking(move || match query::instant(&state.db, &query, t, &state.limits.query) {
-        Ok(v) => value_response(&v),
+    blocking(move || match query::instant(&state.db, &query, t, &limits) {
+        Ok(v) => value(&v),
         Err(e) => query_error(e),
     })
     .await
 }
 
-pub async fn range(S(state): S<Arc<State>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
-    let p = Params::parse(q.as_deref(), &body);
-    let Some(query) = p.get("query").map(str::to_string) else {
-        return bad("invalid parameter \"query\": query must not be empty".into());
+/// `/api/v1/query_range`: `query`, `start`, `end`, `step` (all required), `timeout`.
+pub async fn range(S(state): S<Arc<State>>, p: Params) -> Response {
+    let (query, limits) = match (query_text(&p), query_limits(&state, &p)) {
+        (Ok(q), Ok(l)) => (q, l),
+        (Err(r), _) | (_, Err(r)) => return r,
     };
     let (start, end) = match (p.get("start"), p.get("end")) {
         (Some(s), Some(e)) => match (parse_time(s), parse_time(e)) {
@@ -116,42 +123,45 @@ pub async fn range(S(state): S<Arc<State>>, RawQuery(q): RawQuery, body: Bytes) 
     if let Err(e) = query::check_range(start, end, step) {
         return query_error(e);
     }
-    blocking(move || match query::range(&state.db, &query, start, end, step, &state.limits.query) {
-        Ok(v) => value_response(&v),
+    blocking(move || match query::range(&state.db, &query, start, end, step, &limits) {
+        Ok(v) => value(&v),
         Err(e) => query_error(e),
     })
     .await
 }
 
-pub async fn series(S(state): S<Arc<State>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
-    let p = Params::parse(q.as_deref(), &body);
+/// `/api/v1/series`: `match[]` (at least one), `start`, `end`, `limit`.
+pub async fn series(S(state): S<Arc<State>>, p: Params) -> Response {
     let sets = match matchers(&p) {
         Ok(m) if !m.is_empty() => m,
         Ok(_) => return bad("no match[] parameter provided".into()),
         Err(r) => return r,
     };
-    let (start, end) = match (time_param(&p, "start", MIN_TIME), time_param(&p, "end", MAX_TIME)) {
-        (Ok(s), Ok(e)) => (s, e),
-        (Err(r), _) | (_, Err(r)) => return r,
+    let (start, end, limit) = match (time_param(&p, "start", MIN_TIME), time_param(&p, "end", MAX_TIME), limit(&p)) {
+        (Ok(s), Ok(e), Ok(l)) => (s, e, l),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
     };
     blocking(move || {
         let mut all = std::collections::BTreeSet::new();
         for ms in &sets {
             all.extend(state.db.series(ms, start, end));
         }
-        ok(J::Array(all.iter().map(|l| metric(l)).collect()))
+        limited(all.iter().map(|l| metric(l)).collect(), limit)
     })
     .await
 }
 
-pub async fn labels(S(state): S<Arc<State>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
-    let p = Params::parse(q.as_deref(), &body);
+/// `/api/v1/labels`: `match[]` (optional), `start`, `end`, `limit`.
+pub async fn labels(S(state): S<Arc<State>>, p: Params) -> Response {
     label_query(state, p, None).await
 }
 
-pub async fn label_values(S(state): S<Arc<State>>, Path(name): Path<String>, RawQuery(q): RawQuery) -> Response {
-    let p = Params::parse(q.as_deref(), &[]);
-    label_query(state, p, Some(name)).await
+/// `/api/v1/label/{name}/values`, GET or form POST, with the parameters of `labels`.
+pub async fn label_values(S(state): S<Arc<State>>, name: Result<Path<String>, PathRejection>, p: Params) -> Response {
+    match name {
+        Ok(Path(name)) => label_query(state, p, Some(unescape_label_name(&name))).await,
+        Err(e) => bad(format!("invalid label name: {}", e.body_text())),
+    }
 }
 
 async fn label_query(state: Arc<State>, p: Params, name: Option<String>) -> Response {
@@ -159,9 +169,9 @@ async fn label_query(state: Arc<State>, p: Params, name: Option<String>) -> Resp
         Ok(m) => m,
         Err(r) => return r,
     };
-    let (start, end) = match (time_param(&p, "start", MIN_TIME), time_param(&p, "end", MAX_TIME)) {
-        (Ok(s), Ok(e)) => (s, e),
-        (Err(r), _) | (_, Err(r)) => return r,
+    let (start, end, limit) = match (time_param(&p, "start", MIN_TIME), time_param(&p, "end", MAX_TIME), limit(&p)) {
+        (Ok(s), Ok(e), Ok(l)) => (s, e, l),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
     };
     blocking(move || {
         let sets = if sets.is_empty() { vec![Vec::new()] } else { sets };
@@ -172,14 +182,13 @@ async fn label_query(state: Arc<State>, p: Params, name: Option<String>) -> Resp
                 Some(n) => out.extend(state.db.label_values(n, ms, start, end)),
             }
         }
-        ok(J::Array(out.into_iter().map(J::String).collect()))
+        limited(out.into_iter().map(J::String).collect(), limit)
     })
     .await
 }
 
 /// Events (string fields) whose labels match, in the time range: `[{metric, events: [[t, text]…]}]`.
-pub async fn events(S(state): S<Arc<State>>, RawQuery(q): RawQuery, body: Bytes) -> Response {
-    let p = Params::parse(q.as_deref(), &body);
+pub async fn events(S(state): S<Arc<State>>, p: Params) -> Response {
     let sets = match matchers(&p) {
         Ok(m) if !m.is_empty() => m,
         Ok(_) => return bad("no match[] parameter provided".into()),

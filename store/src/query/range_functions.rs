@@ -84,11 +84,21 @@ impl Ev<'_> {
         for (si, (labels, _)) in w.series.iter().enumerate() {
             self.check_time()?;
             let mut vals = vec![None; self.n];
+            let mut timed_out = false;
             w.each(si, |i, s| {
+                // A subquery at a tiny step gives one series millions of long windows: check the deadline
+                // as the steps go, not only between series, so a timeout stops the work promptly.
+                if timed_out || (i % 64 == 0 && self.check_time().is_err()) {
+                    timed_out = true;
+                    return;
+                }
                 let win = Window { s, start: w.ends[i] - w.range, end: w.ends[i], t: self.t(i), range_secs };
                 let arg = |k: usize| scalars.get(k).map_or(f64::NAN, |v| v[i]);
                 vals[i] = apply(name, &win, arg);
             });
+            if timed_out {
+                self.check_time()?;
+            }
             if vals.iter().any(Option::is_some) {
                 let labels = if name == "last_over_time" { labels.clone() } else { drop_name(labels) };
                 rows.push(Row { labels, vals });

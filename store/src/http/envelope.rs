@@ -1,0 +1,72 @@
+//! Prometheus' JSON envelope: `{"status":"success","data":…,"warnings":[…]}` and
+//! `{"status":"error","errorType":…,"error":…}`, with the status codes Prometheus gives each error type
+//! (400 `bad_data`, 422 `execution`, 503 `timeout`, 500 `internal`). Unknown paths and wrong methods
+//! under `/api/v1/` get the same envelope, so a client parsing it never meets a bare text body.
+
+use super::body::influx_error;
+use crate::query::{QueryError, Value};
+use axum::Json;
+use axum::http::{Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value as J, json};
+
+/// The warning Prometheus adds when `limit` cut a list short.
+pub const TRUNCATED: &str = "results truncated due to limit";
+
+pub fn ok(data: J) -> Response {
+    Json(json!({ "status": "success", "data": data })).into_response()
+}
+
+/// A success with warnings; without any it is the plain envelope, as Prometheus omits an empty list.
+pub fn ok_warn(data: J, warnings: &[&str]) -> Response {
+    if warnings.is_empty() {
+        return ok(data);
+    }
+    Json(json!({ "status": "success", "data": data, "warnings": warnings })).into_response()
+}
+
+pub fn err(status: StatusCode, kind: &str, msg: String) -> Response {
+    (status, Json(json!({ "status": "error", "errorType": kind, "error": msg }))).into_response()
+}
+
+pub fn bad(msg: String) -> Response {
+    err(StatusCode::BAD_REQUEST, "bad_data", msg)
+}
+
+pub fn query_error(e: QueryError) -> Response {
+    match e {
+        QueryError::BadData(m) => bad(m),
+        QueryError::Execution(m) => err(StatusCode::UNPROCESSABLE_ENTITY, "execution", m),
+        e @ QueryError::Timeout(_) => err(StatusCode::SERVICE_UNAVAILABLE, "timeout", e.to_string()),
+        QueryError::Storage(e) => err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+    }
+}
+
+/// A query result, written straight to bytes (see `json.rs`).
+pub fn value(v: &Value) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], super::json::query_result(v)).into_response()
+}
+
+/// Where no route matches: the envelope under `/api/v1/`, Go's plain text elsewhere.
+pub async fn not_found(uri: Uri) -> Response {
+    let path = uri.path();
+    if path.starts_with("/api/v1/") {
+        return err(StatusCode::NOT_FOUND, "not_found", format!("unknown api endpoint {path:?}"));
+    }
+    (StatusCode::NOT_FOUND, "404 page not found\n").into_response()
+}
+
+/// Where the path exists but not for this method: each API answers in its own error shape (the write
+/// endpoints, remote write included, answer all their errors in InfluxDB's). axum adds `Allow` with the
+/// route's methods.
+pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    let path = uri.path();
+    let msg = format!("method {method} not allowed for {path}");
+    if matches!(path, "/write" | "/api/v2/write" | "/api/v1/write") {
+        influx_error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed", msg, None)
+    } else if path.starts_with("/api/v1/") {
+        err(StatusCode::METHOD_NOT_ALLOWED, "bad_data", msg)
+    } else {
+        (StatusCode::METHOD_NOT_ALLOWED, msg).into_response()
+    }
+}

@@ -1,0 +1,123 @@
+//! Where a query that does not parse goes wrong. Prometheus prefixes its parse errors with the
+//! position (`1:16: parse error: unclosed left parenthesis`); `promql-parser` gives only the message
+//! (its parser discards the error spans), so the position is recovered here, on the error path only:
+//!
+//! - a lexer error is at the first character whose reading fails: lexing is left to right, so the
+//!   shortest prefix failing with the same message ends there (found by bisection); errors about the
+//!   end of the input (`unclosed …`, `unexpected end of input …`) are at the end;
+//! - an error naming a function is at that call (at its first argument for a wrong argument);
+//! - any other parse error is at the first token that no valid query can continue from. A prefix is
+//!   taken as continuable if a few generic completions (an operand, the closing brackets, a trailing
+//!   expression) make it parse; when none does, the position may be a token early, never late.
+
+use lrpar::{Lexeme, Lexer};
+use promql_parser::parser::{lexer, parse};
+
+/// Probing costs a few parses per token: past this many tokens the end of the input is reported.
+const MAX_PROBED_TOKENS: usize = 2_000;
+
+/// `msg` (the parser's message for `q`) as Prometheus words it: `line:col: parse error: msg`, with a
+/// 1-based line and a 1-based byte column, as Prometheus counts them.
+pub fn with_position(q: &str, msg: &str) -> String {
+    let at = offset(q, msg).min(q.len());
+    let line_start = q[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = q[..at].matches('\n').count() + 1;
+    format!("{line}:{}: parse error: {msg}", at - line_start + 1)
+}
+
+/// The byte offset of the error.
+fn offset(q: &str, msg: &str) -> usize {
+    let lexed = match lexer(q) {
+        Ok(l) => l,
+        Err(e) => return lex_error_offset(q, &e),
+    };
+    // Lexemes hold byte spans into `q`; lexing succeeded, so all are valid.
+    let tokens: Vec<(usize, usize)> =
+        lexed.iter().filter_map(Result::ok).map(|t| (t.span().start(), t.span().end())).collect();
+    let text = |i: usize| tokens.get(i).map_or("", |&(a, b)| &q[a..b]);
+    if let Some(name) = quoted_after(msg, "unknown function with name '") {
+        if let Some(i) = (0..tokens.len()).find(|&i| text(i) == name && text(i + 1) == "(") {
+            return tokens[i].0;
+        }
+    } else if let Some(name) = quoted_after(msg, "function '") {
+        // A wrong argument: point at the call's first argument, as Prometheus does.
+        if let Some(i) = (0..tokens.len()).find(|&i| text(i) == name && text(i + 1) == "(") {
+            return tokens.get(i + 2).map_or(tokens[i].0, |t| t.0);
+        }
+    }
+    if tokens.len() > MAX_PROBED_TOKENS {
+        return q.len();
+    }
+    let mut open = Vec::new();
+    for (i, &(start, end)) in tokens.iter().enumerate() {
+        match text(i) {
+            "(" => open.push(')'),
+            "{" => open.push('}'),
+            "[" => open.push(']'),
+            ")" | "}" | "]" => {
+                open.pop();
+            }
+            _ => {}
+        }
+        if !continuable(&q[..end], &open) {
+            return start;
+        }
+    }
+    q.len()
+}
+
+fn lex_error_offset(q: &str, msg: &str) -> usize {
+    if msg.starts_with("unclosed") || msg.contains("end of input") || msg.starts_with("no expression") {
+        return q.len();
+    }
+    let bounds: Vec<usize> = q.char_indices().map(|(i, _)| i).chain([q.len()]).collect();
+    let fails = |n: usize| matches!(lexer(&q[..bounds[n]]), Err(e) if e == msg);
+    // The shortest prefix (in characters) that fails with `msg`; every longer one fails the same way.
+    let (mut lo, mut hi) = (0, bounds.len() - 1);
+    if !fails(hi) {
+        return q.len();
+    }
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if fails(mid) { hi = mid } else { lo = mid + 1 }
+    }
+    // The prefix ends with the character that failed.
+    bounds[hi.saturating_sub(1)]
+}
+
+/// Whether some query starts with `prefix`, judged by generic completions.
+fn continuable(prefix: &str, open: &[char]) -> bool {
+    let closers: String = open.iter().rev().collect();
+    ["", " x", " 1", " 1m", " (x)", " \"\"", " x=\"\""].iter().any(|operand| {
+        ["", " (x)", " x"].iter().any(|tail| parse(&format!("{prefix}{operand}{closers}{tail}")).is_ok())
+    })
+}
+
+fn quoted_after<'a>(msg: &'a str, lead: &str) -> Option<&'a str> {
+    let rest = &msg[msg.find(lead)? + lead.len()..];
+    Some(&rest[..rest.find('\'')?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(q: &str) -> String {
+        let msg = parse(q).expect_err("must not parse");
+        with_position(q, &msg)
+    }
+
+    #[test]
+    fn positions_where_prometheus_reports_them() {
+        // Expected positions as Prometheus 2.42 reports them for the same input.
+        assert_eq!(check("sum(rate(x[5m])"), "1:16: parse error: unclosed left parenthesis");
+        assert!(check("1 +").starts_with("1:4: "), "{}", check("1 +"));
+        assert!(check("sum by (a b) (x)").starts_with("1:11: "), "{}", check("sum by (a b) (x)"));
+        assert!(check("x{a=1}").starts_with("1:5: "), "{}", check("x{a=1}"));
+        assert!(check("up)").starts_with("1:3: "), "{}", check("up)"));
+        assert!(check("x $ 1").starts_with("1:3: "), "{}", check("x $ 1"));
+        assert_eq!(check("foo(x)"), "1:1: parse error: unknown function with name 'foo'");
+        assert!(check("rate(x)").starts_with("1:6: "), "{}", check("rate(x)"));
+        assert!(check("x +\n  on(a b) y").starts_with("2:8: "), "{}", check("x +\n  on(a b) y"));
+    }
+}
