@@ -317,7 +317,19 @@ def compare(got, ref):
                 rels.append(abs(x - y) / max(abs(x), abs(y)))
     rels.sort()
     n = len(rels)
-    return {"series": len(got), "series_ref": len(ref), "series_common": len(common), "points": pts_got,
+    # topk/bottomk pick any of the series tied at the cut: compare each step's values as a multiset too.
+    def by_t(m):
+        out = {}
+        for pts in m.values():
+            for t, v in pts.items():
+                out.setdefault(t, []).append(v)
+        return {t: sorted(vs) for t, vs in out.items()}
+    bg, br = by_t(got), by_t(ref)
+    same_multisets = set(bg) == set(br) and all(
+        len(bg[t]) == len(br[t]) and all(x == y or abs(x - y) <= 1e-9 * max(abs(x), abs(y)) or
+                                         (math.isnan(x) and math.isnan(y)) for x, y in zip(bg[t], br[t]))
+        for t in bg)
+    return {"same_values_per_step": same_multisets, "series": len(got), "series_ref": len(ref), "series_common": len(common), "points": pts_got,
             "points_ref": pts_ref, "points_common": n,
             "exact_1e9": sum(r <= 1e-9 for r in rels) / n if n else None,
             "within_1pct": sum(r <= 0.01 for r in rels) / n if n else None,
@@ -325,11 +337,14 @@ def compare(got, ref):
 
 
 def verdict(c):
-    """'equal' (every point within 1e-9), 'close' (same series, >= 99% of the points, median difference
+    """'equal' (every point within 1e-9), 'equal, ties' (each step's values equal as a multiset but tied
+    series picked differently, as topk may), 'close' (same series, >= 99% of the points, median difference
     <= 1%), or 'DISAGREE'."""
     if c["series"] == c["series_ref"] == c["series_common"] and c["points"] == c["points_ref"] == c["points_common"] \
             and (c["exact_1e9"] in (None, 1.0)):
         return "equal"
+    if c["series"] == c["series_ref"] and c["points"] == c["points_ref"] and c["same_values_per_step"]:
+        return "equal, ties"
     if c["series"] == c["series_ref"] and c["points_common"] >= 0.99 * max(c["points"], c["points_ref"]) \
             and (c["median_rel"] or 0) <= 0.01:
         return "close"
@@ -571,7 +586,7 @@ def summarize(a, results, names, meta, versions, verify_rows, load_info, started
                           f"{c['max_rel']:.2g}" if c["max_rel"] is not None else "n/a"])
     if agree:
         lines += ["Answers against Prometheus' (warm-up request, same window on all): equal = every point within "
-                  "1e-9; close = same series, ≥ 99 % of the points, median difference ≤ 1 %.", "",
+                  "1e-9; equal, ties = each step's values equal, tied series picked differently (topk); close = same series, ≥ 99 % of the points, median difference ≤ 1 %.", "",
                   report.table(["query", "server", "verdict", "series / Prom", "points / Prom", "% within 1 %",
                                 "median rel. diff", "max rel. diff"], agree), ""]
     bad = [f"- `{r['query']}`: {r['got']} (expected {r['expected']})" for r in verify_rows if not r["ok"]]
