@@ -82,6 +82,18 @@ def argus_spec(binary, extra):
     )
 
 
+def prom_spec(binary, config_file, extra):
+    """Prometheus with an empty scrape config: only what sits in its data directory (backfilled blocks, or
+    what remote write sends with --web.enable-remote-write-receiver in `extra`)."""
+    return Spec(
+        "prom", "Prometheus",
+        lambda port, d: [binary, f"--config.file={config_file}", f"--storage.tsdb.path={d}",
+                         f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=3650d",
+                         "--log.level=warn"] + shlex.split(extra),
+        ready_paths=["/-/ready"],
+    )
+
+
 def version_of(argv0, args):
     """The binary's own version line, plus the Debian package version when dpkg owns the file."""
     text = ""
