@@ -208,32 +208,50 @@ impl Ev<'_> {
             _ => &[],
         };
         let one_to_one = matches!(card, VectorMatchCardinality::OneToOne);
-        let msig: Vec<String> = many.iter().map(|x| m.signature(&x.labels)).collect();
-        let osig: Vec<String> = one.iter().map(|x| m.signature(&x.labels)).collect();
+        // Labels never change between steps, so match keys and candidate pairs are worked out once;
+        // each step then only looks at which rows have a value.
+        let mut ids: HashMap<String, usize> = HashMap::new();
+        let mut intern = |s: String| {
+            let next = ids.len();
+            *ids.entry(s).or_insert(next)
+        };
+        let msig: Vec<usize> = many.iter().map(|x| intern(m.signature(&x.labels))).collect();
+        let osig: Vec<usize> = one.iter().map(|x| intern(m.signature(&x.labels))).collect();
+        let mut ones_by_sig: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
+        for (k, &sig) in osig.iter().enumerate() {
+            ones_by_sig[sig].push(k);
+        }
+        let shared: Vec<usize> = (0..ones_by_sig.len()).filter(|&s| ones_by_sig[s].len() > 1).collect();
+        let candidates: Vec<usize> = (0..many.len()).filter(|&j| !ones_by_sig[msig[j]].is_empty()).collect();
         let mut out = Out::new(self.n);
-        let mut result_slots: HashMap<(usize, usize), (usize, Arc<Labels>)> = HashMap::new();
+        // Per many-side row: the one-side row it last matched and the output row of that pair.
+        let mut pair: Vec<Option<(usize, usize)>> = vec![None; many.len()];
+        let mut sig_stamp: Vec<usize> = vec![0; ids.len()];
+        let mut slot_stamp: Vec<usize> = Vec::new();
         for i in 0..self.n {
             self.check_time()?;
-            let mut ones: HashMap<&str, usize> = HashMap::new();
-            for j in (0..one.len()).filter(|&j| one[j].vals[i].is_some()) {
-                if let Some(&prev) = ones.get(osig[j].as_str()) {
-                    return Err(QueryError::Execution(format!(
-                        "found duplicate series for the match group {} on the {} hand-side of the operation: [{}, {}];many-to-many matching not allowed: matching labels must be unique on one side",
-                        match_group(&one[j].labels, m),
-                        if one_to_many { "left" } else { "right" },
-                        one[j].labels,
-                        one[prev].labels
-                    )));
-                }
-                ones.insert(osig[j].as_str(), j);
-            }
-            if ones.is_empty() {
+            let stamp = i + 1;
+            if !many.iter().any(|x| x.vals[i].is_some()) || !one.iter().any(|x| x.vals[i].is_some()) {
                 continue;
             }
-            let mut matched: HashMap<&str, HashSet<Arc<Labels>>> = HashMap::new();
-            for j in (0..many.len()).filter(|&j| many[j].vals[i].is_some()) {
-                let Some(&k) = ones.get(msig[j].as_str()) else { continue };
-                let (mv, ov) = (many[j].vals[i].unwrap_or_default(), one[k].vals[i].unwrap_or_default());
+            for &sig in &shared {
+                let present: Vec<usize> =
+                    ones_by_sig[sig].iter().copied().filter(|&k| one[k].vals[i].is_some()).collect();
+                if present.len() > 1 {
+                    let (a, b) = (&one[present[1]].labels, &one[present[0]].labels);
+                    return Err(QueryError::Execution(format!(
+                        "found duplicate series for the match group {} on the {} hand-side of the operation: [{a}, {b}];many-to-many matching not allowed: matching labels must be unique on one side",
+                        match_group(a, m),
+                        if one_to_many { "left" } else { "right" },
+                    )));
+                }
+            }
+            for &j in &candidates {
+                let Some(mv) = many[j].vals[i] else { continue };
+                let Some(k) = ones_by_sig[msig[j]].iter().copied().find(|&k| one[k].vals[i].is_some()) else {
+                    continue;
+                };
+                let ov = one[k].vals[i].unwrap_or_default();
                 let (vl, vr) = if one_to_many { (ov, mv) } else { (mv, ov) };
                 let (mut value, keep) = apply(op, vl, vr)?;
                 if return_bool {
@@ -241,37 +259,36 @@ impl Ev<'_> {
                 } else if !keep {
                     continue;
                 }
-                let (slot, labels) = match result_slots.get(&(j, k)) {
-                    Some(x) => x.clone(),
-                    None => {
-                        let labels = Arc::new(result_labels(
-                            &many[j].labels,
-                            &one[k].labels,
-                            op,
-                            m,
-                            one_to_one,
-                            include,
-                            return_bool,
-                        ));
-                        let slot = out.slot(labels.clone());
-                        result_slots.insert((j, k), (slot, labels.clone()));
-                        (slot, labels)
+                let slot = match pair[j] {
+                    Some((pk, slot)) if pk == k => slot,
+                    _ => {
+                        let labels =
+                            result_labels(&many[j].labels, &one[k].labels, op, m, one_to_one, include, return_bool);
+                        let slot = out.slot(Arc::new(labels));
+                        pair[j] = Some((k, slot));
+                        slot
                     }
                 };
-                let seen = matched.entry(msig[j].as_str()).or_default();
                 if one_to_one {
-                    if !seen.is_empty() {
+                    if sig_stamp[msig[j]] == stamp {
                         return Err(QueryError::Execution(
                             "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)"
                                 .into(),
                         ));
                     }
-                } else if seen.contains(&labels) {
-                    return Err(QueryError::Execution(
-                        "multiple matches for labels: grouping labels must ensure unique matches".into(),
-                    ));
+                    sig_stamp[msig[j]] = stamp;
+                } else {
+                    // Output labels carry the match labels, so one output row belongs to one match group.
+                    if slot_stamp.len() <= slot {
+                        slot_stamp.resize(slot + 1, 0);
+                    }
+                    if slot_stamp[slot] == stamp {
+                        return Err(QueryError::Execution(
+                            "multiple matches for labels: grouping labels must ensure unique matches".into(),
+                        ));
+                    }
+                    slot_stamp[slot] = stamp;
                 }
-                seen.insert(labels);
                 out.set(slot, i, value)?;
             }
         }

@@ -288,6 +288,11 @@ impl<'a> Ev<'a> {
 impl Windows {
     /// Calls `f(step, window)` for each step whose window holds samples of series `s`.
     pub fn each(&self, s: usize, mut f: impl FnMut(usize, &[Sample])) {
+        self.each_at(s, |i, _, w| f(i, w));
+    }
+
+    /// As [`Windows::each`], also passing the index of the window's first sample in the series.
+    pub fn each_at(&self, s: usize, mut f: impl FnMut(usize, usize, &[Sample])) {
         let samples = &self.series[s].1;
         let (mut lo, mut hi) = (0, 0);
         for (i, &end) in self.ends.iter().enumerate() {
@@ -303,7 +308,7 @@ impl Windows {
                 hi += 1;
             }
             if lo < hi {
-                f(i, &samples[lo..hi]);
+                f(i, lo, &samples[lo..hi]);
             }
         }
     }
