@@ -1,7 +1,8 @@
 //! `argus.toml`: parsed (serde, unknown fields refused), then validated into options that cannot be
 //! invalid. No file at all gives a working default.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
+use argus_store::backend::{InfluxSpec, RemoteOptions, RemoteSpec};
 use argus_store::wal::WalSync;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,25 @@ pub struct Store {
     pub max_query_samples: Option<usize>,
     /// e.g. "2m": a query running longer is stopped with 503
     pub query_timeout: Option<String>,
+    /// Where the data lives: the embedded store (default) or a remote one. The keys above are the
+    /// embedded store's; a remote backend ignores them.
+    #[serde(default)]
+    pub backend: BackendKind,
+    /// `[store.remote]`, for `backend = "prometheus"`.
+    pub remote: Option<RemoteSpec>,
+    /// `[store.influxdb2]`, for `backend = "influxdb2"`.
+    pub influxdb2: Option<InfluxSpec>,
+}
+
+/// `store.backend`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    #[default]
+    Embedded,
+    /// A Prometheus-compatible remote: VictoriaMetrics, Prometheus, Mimir, Thanos.
+    Prometheus,
+    Influxdb2,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -75,7 +95,11 @@ impl Config {
             let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
             format!("{line}:{col}: {}", e.message())
         })?;
-        c.validate().map_err(|e| format!("1:1: {e}"))?;
+        c.validate().map_err(|e| {
+            let e = e.to_string();
+            let (line, col) = locate(text, &e);
+            format!("{line}:{col}: {e}")
+        })?;
         Ok(c)
     }
 
@@ -86,7 +110,28 @@ impl Config {
             .with_context(|| format!("server.listen {:?} is not an address", self.server.listen))?;
         self.store_options(Path::new("data"))?;
         self.limits()?;
+        self.remote_backend()?;
         Ok(())
+    }
+
+    /// The remote store backend configured, validated; `None` for the embedded store.
+    pub fn remote_backend(&self) -> Result<Option<RemoteOptions>> {
+        let s = &self.store;
+        match (s.backend, &s.remote, &s.influxdb2) {
+            (BackendKind::Embedded, None, None) => Ok(None),
+            (BackendKind::Prometheus, Some(r), None) => {
+                Ok(Some(RemoteOptions::Prometheus(r.validate().map_err(|e| anyhow!("store.remote.{e}"))?)))
+            }
+            (BackendKind::Influxdb2, None, Some(i)) => {
+                Ok(Some(RemoteOptions::Influxdb2(i.validate().map_err(|e| anyhow!("store.influxdb2.{e}"))?)))
+            }
+            (BackendKind::Prometheus, None, _) => bail!("store.backend: \"prometheus\" needs a [store.remote] section"),
+            (BackendKind::Influxdb2, _, None) => {
+                bail!("store.backend: \"influxdb2\" needs a [store.influxdb2] section")
+            }
+            (kind, Some(_), _) => bail!("store.remote: only read with backend = \"prometheus\", not {kind:?}"),
+            (kind, _, Some(_)) => bail!("store.influxdb2: only read with backend = \"influxdb2\", not {kind:?}"),
+        }
     }
 
     pub fn store_options(&self, default_dir: &Path) -> Result<argus_store::Options> {
@@ -153,6 +198,30 @@ pub fn bytes(field: &str, s: &str) -> Result<u64> {
     n.checked_mul(mult).with_context(|| format!("{field}: {s:?} is too large"))
 }
 
+/// Where the field a validation error names (`store.remote.url: …`) is set: the line of its key in its
+/// table, else the header of the table it names or sits in, else 1:1. Inline tables are not searched.
+fn locate(text: &str, error: &str) -> (usize, usize) {
+    let path = error.split([':', ' ']).next().unwrap_or("");
+    let (table, key) = path.rsplit_once('.').unwrap_or(("", path));
+    let (mut current, mut own_header, mut table_header) = ("", None, None);
+    for (n, line) in text.lines().enumerate() {
+        let l = line.trim();
+        let at = |s: &str| (n + 1, line.find(s).unwrap_or(0) + 1);
+        if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            current = name.trim();
+            if current == path {
+                own_header = own_header.or(Some(at("[")));
+            }
+            if current == table {
+                table_header = table_header.or(Some(at("[")));
+            }
+        } else if current == table && l.contains('=') && l.split(['=', ' ']).next() == Some(key) {
+            return at(key);
+        }
+    }
+    own_header.or(table_header).unwrap_or((1, 1))
+}
+
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
@@ -173,6 +242,68 @@ mod tests {
         let e = Config::parse("[store]\nmemory_limit = \"4 parsecs\"\n").unwrap_err();
         assert!(e.contains("store.memory_limit"), "{e}");
         assert!(Config::parse("").is_ok());
+    }
+
+    #[test]
+    fn backend_errors_name_line_and_field() {
+        let check = |text: &str, want: &str| {
+            let e = Config::parse(text).unwrap_err();
+            assert!(e.starts_with(want), "{e}");
+        };
+        check("[store]\nbackend = \"cassandra\"\n", "2:11: unknown variant `cassandra`");
+        check("[store]\nbackend = \"prometheus\"\n", "2:1: store.backend: \"prometheus\" needs a [store.remote]");
+        check(
+            "[store.remote]\nurl = \"http://vm:8428\"\n",
+            "1:1: store.remote: only read with backend = \"prometheus\"",
+        );
+        check(
+            "[store]\nbackend = \"prometheus\"\n\n[store.remote]\nflavour = \"victoriametrics\"\nurl = \"vm:8428\"\n",
+            "6:1: store.remote.url: \"vm:8428\" is not an http or https URL",
+        );
+        check(
+            "[store]\nbackend = \"prometheus\"\n[store.remote]\nurl = \"http://vm\"\n  tenant = \"0\"\n",
+            "5:3: store.remote.tenant: not used by flavour \"victoriametrics\"",
+        );
+        check(
+            "[store]\nbackend = \"prometheus\"\n[store.remote]\nurl = \"http://vm\"\nbogus = 1\n",
+            "5:1: unknown field `bogus`",
+        );
+        check(
+            "[store]\nbackend = \"influxdb2\"\n[store.influxdb2]\nurl = \"http://i:8086\"\norg = \"o\"\nbucket = \"\"\ntoken = \"t\"\n",
+            "6:1: store.influxdb2.bucket: must not be empty",
+        );
+        check(
+            "[store]\nbackend = \"influxdb2\"\n[store.influxdb2]\nurl = \"http://i:8086\"\n",
+            "3:1: missing field `org`",
+        );
+    }
+
+    #[test]
+    fn embedded_is_the_default_backend() {
+        assert!(Config::parse("").unwrap().remote_backend().unwrap().is_none());
+        let c = Config::parse("[store]\nbackend = \"embedded\"\n").unwrap();
+        assert!(c.remote_backend().unwrap().is_none());
+    }
+
+    #[test]
+    fn tokens_never_show_in_debug() {
+        let c = Config::parse(
+            "[store]\nbackend = \"influxdb2\"\n[store.influxdb2]\nurl = \"http://i:8086\"\norg = \"o\"\nbucket = \"b\"\ntoken = \"tok-123\"\n",
+        )
+        .unwrap();
+        let shown = format!("{c:?} {:?}", c.remote_backend().unwrap());
+        assert!(!shown.contains("tok-123"), "{shown}");
+    }
+
+    #[test]
+    fn shipped_remote_example_loads() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/argus-victoriametrics-cluster.toml");
+        let c = Config::load(&p).unwrap();
+        let Some(RemoteOptions::Prometheus(o)) = c.remote_backend().unwrap() else {
+            panic!("not a prometheus backend")
+        };
+        assert_eq!(o.write_url.as_str(), "http://vminsert:8480/insert/0/prometheus/api/v1/write");
+        assert_eq!(o.query_url.as_str(), "http://vmselect:8481/select/0/prometheus/api/v1/query");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use crate::config::{self, Config};
 use anyhow::{Context, Result};
 use argus_store::Db;
+use argus_store::backend::{self, RemoteOptions, StoreBackend};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,6 +55,9 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_collector: bool) -> Result<()> {
+    if let Some(remote) = cfg.remote_backend()? {
+        return serve_remote(remote, listen).await;
+    }
     let data_dir = opts.data_dir.clone();
     let db = tokio::task::spawn_blocking(move || Db::open(opts)).await?.context("opening the store")?;
     let db = Arc::new(db);
@@ -65,6 +69,7 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     tracing::info!(
         listen = %listen,
         data_dir = %data_dir.display(),
+        backend = "embedded",
         "Argus is up: write to http://{listen}/api/v2/write, query at http://{listen}/api/v1/query, metrics at http://{listen}/metrics"
     );
     if !no_collector {
@@ -90,6 +95,25 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     if let Ok(db) = Arc::try_unwrap(db) {
         db.close();
     }
+    tracing::info!("Stopped cleanly");
+    Ok(())
+}
+
+/// With a remote store the embedded engine is not opened (no data directory is created). Until the
+/// collector, analyzer and alertd that write and read through the backend exist, only health and self
+/// metrics are served.
+async fn serve_remote(remote: RemoteOptions, listen: SocketAddr) -> Result<()> {
+    let backend: Arc<dyn StoreBackend> = backend::connect(remote).context("building the store backend")?;
+    let app = argus_store::http::health_router(Default::default());
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
+    let listen = listener.local_addr().unwrap_or(listen);
+    tracing::info!(
+        listen = %listen,
+        backend = backend.name(),
+        store = %backend.describe(),
+        "Argus is up on a remote store: health at http://{listen}/-/healthy, metrics at http://{listen}/metrics"
+    );
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
     tracing::info!("Stopped cleanly");
     Ok(())
 }

@@ -113,9 +113,22 @@ pub fn router(state: Arc<State>) -> Router {
         .with_state(state)
 }
 
+/// Health and self metrics only: what `argus serve` answers while the data lives in a remote store.
+pub fn health_router(registry: Registry) -> Router {
+    let registry = Arc::new(registry);
+    Router::new()
+        .route("/metrics", get(move || std::future::ready(encode_metrics(&registry))))
+        .route("/-/healthy", get(|| async { "Argus is Healthy.\n" }))
+        .route("/-/ready", get(|| async { "Argus is Ready.\n" }))
+}
+
 async fn metrics(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Response {
+    encode_metrics(&state.registry)
+}
+
+fn encode_metrics(registry: &Registry) -> Response {
     let mut out = String::new();
-    if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &state.registry) {
+    if let Err(e) = prometheus_client::encoding::text::encode(&mut out, registry) {
         return (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response();
     }
     let ct = HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");

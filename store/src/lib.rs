@@ -1,7 +1,9 @@
 //! argus-store owns the data: the embedded time-series engine (head, WAL, compressed blocks,
 //! compaction, retention), the event log of string fields, and the HTTP APIs that write and read it
-//! (InfluxDB line protocol, Prometheus remote write, the Prometheus query API).
+//! (InfluxDB line protocol, Prometheus remote write, the Prometheus query API), and the
+//! [`backend::StoreBackend`] trait through which the analyzer and alertd reach it or a remote store.
 
+pub mod backend;
 pub mod block;
 mod bytes;
 pub mod chunk;
