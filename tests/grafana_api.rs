@@ -180,12 +180,7 @@ fn range_panel_gets_aligned_matrices() {
 
     // `sum by (host) (rate(gpu_energy_joules_total[$__rate_interval]))`, rate interval max(15s+15s, 60s).
     let q = "sum by (host) (rate(gpu_energy_joules_total[1m0s]))";
-    let body = format!(
-        "end={}&query={}&start={}&step=15&timeout=2m",
-        go_time(end),
-        form_enc(q),
-        go_time(start)
-    );
+    let body = format!("end={}&query={}&start={}&step=15&timeout=2m", go_time(end), form_enc(q), go_time(start));
     let r = srv.post("/api/v1/query_range", &FORM, body);
     let d = data(&r);
     assert_eq!(d["resultType"], "matrix", "{d}");

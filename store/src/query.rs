@@ -99,7 +99,8 @@ pub fn matchers_of(vs: &VectorSelector) -> Result<Vec<Matcher>, String> {
 }
 
 fn parse(query: &str) -> Result<Expr, QueryError> {
-    promql_parser::parser::parse(query).map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {}", syntax::with_position(query, &e))))
+    promql_parser::parser::parse(query)
+        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {}", syntax::with_position(query, &e))))
 }
 
 /// `promql-parser`'s message for `query` with Prometheus' `line:col: parse error:` prefix.

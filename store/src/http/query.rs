@@ -157,11 +157,7 @@ pub async fn labels(S(state): S<Arc<State>>, p: Params) -> Response {
 }
 
 /// `/api/v1/label/{name}/values`, GET or form POST, with the parameters of `labels`.
-pub async fn label_values(
-    S(state): S<Arc<State>>,
-    name: Result<Path<String>, PathRejection>,
-    p: Params,
-) -> Response {
+pub async fn label_values(S(state): S<Arc<State>>, name: Result<Path<String>, PathRejection>, p: Params) -> Response {
     match name {
         Ok(Path(name)) => label_query(state, p, Some(unescape_label_name(&name))).await,
         Err(e) => bad(format!("invalid label name: {}", e.body_text())),

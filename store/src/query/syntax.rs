@@ -10,7 +10,7 @@
 //!   taken as continuable if a few generic completions (an operand, the closing brackets, a trailing
 //!   expression) make it parse; when none does, the position may be a token early, never late.
 
-use lrpar::{Lexeme, Lexer, NonStreamingLexer};
+use lrpar::{Lexeme, Lexer};
 use promql_parser::parser::{lexer, parse};
 
 /// Probing costs a few parses per token: past this many tokens the end of the input is reported.
