@@ -33,7 +33,10 @@ fn once_prints_one_collection_as_line_protocol() {
     for m in ["host", "disk", "net", "ib"] {
         assert!(parsed.iter().any(|l| l.measurement == m), "no {m} point in:\n{stdout}");
     }
-    assert!(parsed.iter().all(|l| l.tags.iter().any(|(k, v)| k == "cluster" && v == "c1")), "global labels on every point");
+    assert!(
+        parsed.iter().all(|l| l.tags.iter().any(|(k, v)| k == "cluster" && v == "c1")),
+        "global labels on every point"
+    );
     // The GPU source failed (its fixture is missing) and said so, the others were not affected.
     assert!(stdout.contains("argus_collector,cluster=c1,host=n1,source=gpu source_duration_seconds="), "{stdout}");
     assert!(stdout.contains(",source=gpu source_duration_seconds=") && stdout.contains("source_success=0"), "{stdout}");
@@ -45,7 +48,11 @@ fn a_bad_config_names_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("argus.toml");
     std::fs::write(&config, "[collector]\ninterval = \"10s\"\nbogus = true\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_argus")).args(["collect", "--once", "--config"]).arg(&config).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_argus"))
+        .args(["collect", "--once", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("{}:3:1: unknown field `bogus`", config.display())), "{stderr}");

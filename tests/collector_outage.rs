@@ -59,6 +59,8 @@ fake_fixture = "{f}/gpu/h100.json"
 kernel_log = ""
 [collector.disk]
 enabled = false
+[collector.events]
+enabled = false
 [[collector.sink]]
 name = "store"
 url = "{base}/api/v1/write"
@@ -120,9 +122,16 @@ flush_interval = "200ms"
             missing.push(key);
         }
     }
-    assert!(missing.is_empty(), "{} of {} samples missing, e.g. {:?}", missing.len(), collected.samples.len(), &missing[..missing.len().min(5)]);
+    assert!(
+        missing.is_empty(),
+        "{} of {} samples missing, e.g. {:?}",
+        missing.len(),
+        collected.samples.len(),
+        &missing[..missing.len().min(5)]
+    );
 
-    let r = store.get(&format!("/api/v1/events?match[]={}&start=0&end={}", enc(r#"{host="outage-test"}"#), end / 1000 + 1));
+    let r =
+        store.get(&format!("/api/v1/events?match[]={}&start=0&end={}", enc(r#"{host="outage-test"}"#), end / 1000 + 1));
     let events = r.success_data();
     let stored_events: usize = events.as_array().unwrap().iter().map(|s| s["events"].as_array().unwrap().len()).sum();
     assert_eq!(collected.events.len(), 3, "the fixture's three Xids");

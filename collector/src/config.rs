@@ -21,7 +21,9 @@ use std::time::Duration;
 
 mod valid;
 
-pub use valid::{DiskSettings, GpuBackendKind, GpuSettings, NetSettings, SinkFormat, Valid, ValidSink, ValidSource};
+pub use valid::{
+    DiskSettings, EventsSettings, GpuBackendKind, GpuSettings, NetSettings, SinkFormat, Valid, ValidSink, ValidSource,
+};
 
 /// The collector's settings as written. Every key is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -44,6 +46,7 @@ pub struct Config {
     pub host: Option<SourceConfig>,
     pub disk: Option<DiskConfig>,
     pub net: Option<NetConfig>,
+    pub events: Option<EventsConfig>,
     #[serde(default, rename = "sink")]
     pub sinks: Vec<SinkConfig>,
 }
@@ -101,6 +104,18 @@ pub struct NetConfig {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct EventsConfig {
+    pub enabled: Option<bool>,
+    pub interval: Option<String>,
+    pub timeout: Option<String>,
+    /// Log files watched (training logs, `/var/log/kern.log`…); each may appear after the start.
+    pub files: Option<Vec<PathBuf>>,
+    /// `/dev/kmsg` (default); an empty string turns the kernel log off.
+    pub kernel_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SinkConfig {
     /// Names the spool directory and the `sink` label of self metrics. Default "default", "1", "2"…
     pub name: Option<String>,
@@ -140,7 +155,7 @@ macro_rules! common {
         }
     )*};
 }
-common!(GpuConfig, DiskConfig, NetConfig);
+common!(GpuConfig, DiskConfig, NetConfig, EventsConfig);
 
 /// Why a configuration was refused. Messages name the file (when there is one), the line for syntax
 /// errors, and the field for invalid values.

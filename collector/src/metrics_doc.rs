@@ -48,6 +48,14 @@ fn emitted() -> BTreeSet<String> {
         let backend: Box<dyn GpuBackend> = Box::new(Fake::load(&golden::fixture(f)).unwrap());
         crate::source::gpu::Gpu::for_tests(backend, &golden::fixture("gpu/proc"), true).collect(1_000, &mut b).unwrap();
     }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    let mut events = crate::source::events::Events::new(&crate::config::EventsSettings {
+        files: vec![log.clone()],
+        kernel_log: None,
+    });
+    std::fs::copy(golden::fixture("logs/train.log"), &log).unwrap();
+    events.collect(1_000, &mut b).unwrap();
     crate::agent::self_points("host", 1, std::time::Duration::from_millis(1), true, &mut b);
     let mut names: BTreeSet<String> =
         b.to_exposition().lines().map(|l| l[..l.find('{').unwrap()].to_string()).collect();

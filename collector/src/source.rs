@@ -1,4 +1,5 @@
-//! Polled sources: one module per thing read, each named after it (`gpu`, `host`, `disk`, `net`); that
+//! Polled sources: one module per thing read, each named after it (`gpu`, `host`, `disk`, `net`,
+//! `events`); that
 //! name is also its config key and its `source` label in self metrics.
 //!
 //! A source is synchronous: the agent calls [`Source::collect`] on a blocking thread with a deadline,
@@ -12,13 +13,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod disk;
+pub mod events;
 pub mod gpu;
 pub mod host;
 pub mod net;
+pub mod tail;
 
 /// A polled source of points.
 pub trait Source: Send {
-    /// The config key and `source` label: `gpu`, `host`, `disk`, `net`.
+    /// The config key and `source` label: `gpu`, `host`, `disk`, `net`, `events`.
     fn name(&self) -> &'static str;
 
     /// Reads once and appends points stamped `now` (milliseconds since the Unix epoch) to `batch`.
@@ -74,6 +77,9 @@ pub fn build(cfg: &Valid) -> Vec<Scheduled> {
     }
     if let Some(s) = &cfg.net {
         add(Box::new(net::Net::new(&cfg.procfs_root, &cfg.sysfs_root, s.settings.clone())), s.interval, s.timeout);
+    }
+    if let Some(s) = &cfg.events {
+        add(Box::new(events::Events::new(&s.settings)), s.interval, s.timeout);
     }
     out
 }

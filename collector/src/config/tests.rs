@@ -54,7 +54,7 @@ fn errors_name_file_line_and_field() {
     check(
         "[collector]\nbogus = 1\n",
         expect![
-            "argus.toml:2:1: unknown field `bogus`, expected one of `interval`, `labels`, `procfs_root`, `sysfs_root`, `data_dir`, `listen`, `gpu`, `host`, `disk`, `net`, `sink`"
+            "argus.toml:2:1: unknown field `bogus`, expected one of `interval`, `labels`, `procfs_root`, `sysfs_root`, `data_dir`, `listen`, `gpu`, `host`, `disk`, `net`, `events`, `sink`"
         ],
     );
     check(

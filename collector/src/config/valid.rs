@@ -26,6 +26,7 @@ pub struct Valid {
     pub host: Option<ValidSource<()>>,
     pub disk: Option<ValidSource<DiskSettings>>,
     pub net: Option<ValidSource<NetSettings>>,
+    pub events: Option<ValidSource<EventsSettings>>,
     pub sinks: Vec<ValidSink>,
 }
 
@@ -55,6 +56,13 @@ pub struct DiskSettings {
     pub devices_exclude: Regex,
     pub fs_types_exclude: Regex,
     pub mount_points_exclude: Regex,
+}
+
+#[derive(Debug, Clone)]
+pub struct EventsSettings {
+    pub files: Vec<PathBuf>,
+    /// `/dev/kmsg` by default; `None` turns the kernel log off.
+    pub kernel_log: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -178,6 +186,20 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
         }),
     };
 
+    let events_cfg = c.events.clone().unwrap_or_default();
+    let events = source("events", Some(&events_cfg.common()))?.map(|(interval, timeout)| ValidSource {
+        interval,
+        timeout,
+        settings: EventsSettings {
+            files: events_cfg.files.clone().unwrap_or_default(),
+            kernel_log: match &events_cfg.kernel_log {
+                None => Some(PathBuf::from("/dev/kmsg")),
+                Some(p) if p.as_os_str().is_empty() => None,
+                Some(p) => Some(p.clone()),
+            },
+        },
+    });
+
     let mut sinks = Vec::new();
     let written = if c.sinks.is_empty() { vec![Default::default()] } else { c.sinks.clone() };
     for (i, s) in written.iter().enumerate() {
@@ -201,7 +223,7 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
         let events_url = match (&s.events_url, format) {
             (Some(u), _) => {
                 check_url(u).map_err(|r| bad(&field("events_url"), r))?;
-                Some(u.clone())
+                Some(with_ms_precision(u))
             }
             (None, SinkFormat::LineProtocol) => None,
             (None, SinkFormat::RemoteWrite) => {
@@ -209,10 +231,8 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
             }
         };
         let url = match format {
-            SinkFormat::LineProtocol if !url.contains("precision=") => {
-                format!("{url}{}precision=ms", if url.contains('?') { '&' } else { '?' })
-            }
-            _ => url,
+            SinkFormat::LineProtocol => with_ms_precision(&url),
+            SinkFormat::RemoteWrite => url,
         };
         let max_samples = s.max_samples.unwrap_or(10_000);
         if max_samples == 0 {
@@ -265,6 +285,7 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
         host,
         disk,
         net,
+        events,
         sinks,
     })
 }
@@ -274,6 +295,15 @@ fn is_label_name(s: &str) -> bool {
     matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
         && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
         && !s.starts_with("__")
+}
+
+/// Line-protocol bodies carry millisecond timestamps; the endpoint must be told, or it reads nanoseconds.
+fn with_ms_precision(url: &str) -> String {
+    if url.contains("precision=") {
+        url.to_string()
+    } else {
+        format!("{url}{}precision=ms", if url.contains('?') { '&' } else { '?' })
+    }
 }
 
 fn check_url(u: &str) -> Result<(), String> {
