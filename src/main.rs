@@ -1,5 +1,6 @@
 //! The one Argus binary: wires the crates together. See ARCHITECTURE.md.
 
+mod collect;
 mod config;
 mod serve;
 
@@ -18,6 +19,8 @@ struct Cli {
 enum Cmd {
     /// Run the server: the embedded store and every API on one listener.
     Serve(serve::Args),
+    /// Run the node collector: GPU, host, disk and network metrics shipped to a store.
+    Collect(collect::Args),
     /// Validate configuration files; exits 1 with file:line:column and the reason.
     CheckConfig {
         #[arg(required = true)]
@@ -29,6 +32,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Serve(args) => serve::run(args),
+        Cmd::Collect(args) => collect::run(args),
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {

@@ -89,34 +89,52 @@ impl Server {
     /// port if the one picked was taken in between.
     fn spawn(&mut self) {
         for _ in 0..5 {
-            let port = free_port();
-            self.starts += 1;
-            let log_path = self.scratch.path().join(format!("argus-{}.log", self.starts));
-            let log = File::create(&log_path).expect("log file");
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_argus"));
-            cmd.arg("serve")
-                .arg("--listen")
-                .arg(format!("127.0.0.1:{port}"))
-                .arg("--data-dir")
-                .arg(self.data_dir.path())
-                .arg("--no-collector");
-            if let Some(c) = &self.config {
-                cmd.arg("--config").arg(c);
-            }
-            cmd.args(&self.extra_args)
-                .env("RUST_LOG", "info")
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("log file"))
-                .stderr(log);
-            self.child = Some(cmd.spawn().expect("spawn argus"));
-            self.base = format!("http://127.0.0.1:{port}");
-            match self.wait_healthy() {
+            match self.spawn_on(free_port()) {
                 Ok(()) => return,
                 Err(log) if log.contains("Address already in use") => continue,
                 Err(log) => panic!("argus did not become healthy; its log:\n{log}"),
             }
         }
         panic!("argus could not bind a free port in 5 tries");
+    }
+
+    fn spawn_on(&mut self, port: u16) -> Result<(), String> {
+        self.starts += 1;
+        let log_path = self.scratch.path().join(format!("argus-{}.log", self.starts));
+        let log = File::create(&log_path).expect("log file");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_argus"));
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(self.data_dir.path())
+            .arg("--no-collector");
+        if let Some(c) = &self.config {
+            cmd.arg("--config").arg(c);
+        }
+        cmd.args(&self.extra_args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log);
+        self.child = Some(cmd.spawn().expect("spawn argus"));
+        self.base = format!("http://127.0.0.1:{port}");
+        self.wait_healthy()
+    }
+
+    /// Starts again on the same port and data directory (killing the running one first, if any), for
+    /// clients that must find the server where it was. Waits while the port is still held.
+    pub fn restart_same_port(&mut self) {
+        self.kill9();
+        let port: u16 = self.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port of the last start");
+        for _ in 0..50 {
+            match self.spawn_on(port) {
+                Ok(()) => return,
+                Err(log) if log.contains("Address already in use") => std::thread::sleep(Duration::from_millis(100)),
+                Err(log) => panic!("argus did not become healthy; its log:\n{log}"),
+            }
+        }
+        panic!("port {port} stayed busy");
     }
 
     fn wait_healthy(&mut self) -> Result<(), String> {

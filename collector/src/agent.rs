@@ -1,0 +1,227 @@
+//! The agent: builds sources and sinks from a validated config, runs each source on its own interval
+//! on a blocking thread with a deadline, stamps the global labels, and hands every batch to every sink.
+
+use crate::batch::{Batch, Point};
+use crate::config::Valid;
+use crate::metrics::{SelfMetrics, SourceLabel};
+use crate::sink::{Sink, SinkError};
+use crate::source::{self, Scheduled, Source, SourceError};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, watch};
+
+/// Batches a sink may hold in its queue before sources wait for it.
+const SINK_QUEUE: usize = 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("sink {name}: {source}")]
+    Sink { name: String, source: SinkError },
+    #[error("listening on {addr}: {source}")]
+    Listen { addr: std::net::SocketAddr, source: std::io::Error },
+}
+
+pub struct Agent {
+    cfg: Valid,
+    global: Arc<Vec<(String, String)>>,
+    sources: Vec<Scheduled>,
+    metrics: SelfMetrics,
+}
+
+impl Agent {
+    /// Builds every source (IO: the hostname, NVML). Sinks are opened by `run`.
+    pub fn build(mut cfg: Valid) -> Agent {
+        if !cfg.labels.contains_key("host") {
+            cfg.labels.insert("host".into(), hostname());
+        }
+        let global = Arc::new(cfg.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+        let sources = source::build(&cfg);
+        Agent { cfg, global, sources, metrics: SelfMetrics::default() }
+    }
+
+    pub fn metrics(&self) -> &SelfMetrics {
+        &self.metrics
+    }
+
+    /// One collection of every source, in order, without deadlines: for `argus collect --once`.
+    /// Returns the stamped batch and each failed source with its error.
+    pub fn collect_once(&mut self) -> (Batch, Vec<(&'static str, SourceError)>) {
+        let now = now_ms();
+        let mut batch = Batch::new();
+        let mut errors = Vec::new();
+        for s in &mut self.sources {
+            let started = Instant::now();
+            let r = s.source.collect(now, &mut batch);
+            let ok = r.is_ok();
+            self_points(s.source.name(), now, started.elapsed(), ok, &mut batch);
+            if let Err(e) = r {
+                errors.push((s.source.name(), e));
+            }
+        }
+        batch.stamp(&self.global);
+        (batch, errors)
+    }
+
+    /// Runs until `shutdown` completes, then stops the sources and lets every sink flush (to its store
+    /// or its spool).
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
+        let mut senders = Vec::new();
+        let mut sink_tasks = Vec::new();
+        for s in self.cfg.sinks.clone() {
+            let name = s.name.clone();
+            let sink = Sink::build(s, &self.cfg.data_dir, self.metrics.clone())
+                .map_err(|source| AgentError::Sink { name, source })?;
+            let (tx, rx) = mpsc::channel(SINK_QUEUE);
+            senders.push(tx);
+            sink_tasks.push(tokio::spawn(sink.run(rx)));
+        }
+        let listener = match self.cfg.listen {
+            Some(addr) => {
+                Some(tokio::net::TcpListener::bind(addr).await.map_err(|source| AgentError::Listen { addr, source })?)
+            }
+            None => None,
+        };
+        let (stop_tx, stop_rx) = watch::channel(false);
+        if let Some(l) = listener {
+            let app = crate::router(self.metrics.clone());
+            let mut stop = stop_rx.clone();
+            tokio::spawn(async move {
+                let _ = axum::serve(l, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = stop.changed().await;
+                    })
+                    .await;
+            });
+        }
+        let mut source_tasks = Vec::new();
+        for s in self.sources {
+            let run =
+                SourceRun { global: self.global.clone(), metrics: self.metrics.clone(), senders: senders.clone() };
+            source_tasks.push(tokio::spawn(run.run(s, stop_rx.clone())));
+        }
+        drop(senders);
+        tracing::info!(
+            sources = source_tasks.len(),
+            sinks = sink_tasks.len(),
+            labels = ?self.cfg.labels,
+            "Collector running"
+        );
+        shutdown.await;
+        let _ = stop_tx.send(true);
+        for t in source_tasks {
+            let _ = t.await;
+        }
+        for t in sink_tasks {
+            let _ = t.await;
+        }
+        Ok(())
+    }
+}
+
+/// What a collection on the blocking pool hands back: the source, its points, and how it went.
+type Collected = (Box<dyn Source>, Batch, Result<(), SourceError>);
+
+struct SourceRun {
+    global: Arc<Vec<(String, String)>>,
+    metrics: SelfMetrics,
+    senders: Vec<mpsc::Sender<Batch>>,
+}
+
+impl SourceRun {
+    async fn run(self, s: Scheduled, mut stop: watch::Receiver<bool>) {
+        let Scheduled { source, interval, timeout } = s;
+        let name = source.name();
+        let label = SourceLabel { source: name.to_string() };
+        let mut slot: Option<Box<dyn Source>> = Some(source);
+        let mut late: Option<tokio::task::JoinHandle<Collected>> = None;
+        let mut tick = tokio::time::interval(interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.changed() => return,
+            }
+            // A collection that overran its deadline still holds the source: wait for it to come back,
+            // dropping what it read (it is late), and skip this tick.
+            if let Some(h) = late.take() {
+                if !h.is_finished() {
+                    late = Some(h);
+                    continue;
+                }
+                match h.await {
+                    Ok((src, _, _)) => slot = Some(src),
+                    Err(_) => return,
+                }
+            }
+            let Some(mut src) = slot.take() else { return };
+            let now = now_ms();
+            let started = Instant::now();
+            let handle = tokio::task::spawn_blocking(move || {
+                let mut b = Batch::new();
+                let r = src.collect(now, &mut b);
+                (src, b, r)
+            });
+            let mut handle = handle;
+            let (mut batch, result) = match tokio::time::timeout(timeout, &mut handle).await {
+                Ok(Ok((src, b, r))) => {
+                    slot = Some(src);
+                    (b, r)
+                }
+                // The source panicked: it is gone; the others go on.
+                Ok(Err(error)) => {
+                    tracing::error!(source = name, %error, "Source panicked, stopped");
+                    self.metrics.source_success.get_or_create(&label).set(0);
+                    return;
+                }
+                Err(_) => {
+                    late = Some(handle);
+                    (Batch::new(), Err(SourceError::Backend(format!("collection took longer than {timeout:?}"))))
+                }
+            };
+            let elapsed = started.elapsed();
+            let ok = result.is_ok();
+            self.metrics.source_duration.get_or_create(&label).set(elapsed.as_secs_f64());
+            self.metrics.source_success.get_or_create(&label).set(i64::from(ok));
+            let unavailable = matches!(result, Err(SourceError::Unavailable(_)));
+            if let Err(error) = result {
+                if unavailable {
+                    tracing::warn!(source = name, %error, "Source unavailable on this machine; not polled again");
+                } else {
+                    tracing::warn!(source = name, %error, "Collection failed");
+                }
+            }
+            self_points(name, now, elapsed, ok, &mut batch);
+            batch.stamp(&self.global);
+            for tx in &self.senders {
+                if tx.send(batch.clone()).await.is_err() {
+                    return;
+                }
+            }
+            if unavailable {
+                return;
+            }
+        }
+    }
+}
+
+/// The per-source self metrics as points, so they reach the store with the data.
+pub(crate) fn self_points(source: &str, now: i64, elapsed: Duration, ok: bool, batch: &mut Batch) {
+    batch.push(
+        Point::new("argus_collector", now)
+            .tag("source", source)
+            .field("source_duration_seconds", elapsed.as_secs_f64())
+            .field("source_success", if ok { 1.0 } else { 0.0 }),
+    );
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// This machine's hostname; "localhost" when it cannot be read.
+fn hostname() -> String {
+    let n = rustix::system::uname();
+    let name = n.nodename().to_string_lossy().trim().to_string();
+    if name.is_empty() { "localhost".into() } else { name }
+}

@@ -1,0 +1,244 @@
+//! The `[collector]` section of `argus.toml`: parsed (serde, unknown keys refused, defaults), then
+//! validated into [`Valid`] (pure; values that cannot be invalid), then built by [`crate::Agent::build`]
+//! (the only step that does IO: hostname, spool directories, NVML).
+//!
+//! ```toml
+//! [collector]
+//! interval = "10s"
+//! [collector.labels]
+//! cluster = "train-a"
+//! [collector.gpu]
+//! dcgm_names = true
+//! [[collector.sink]]
+//! url = "http://argus:9700/api/v1/write"
+//! ```
+
+use regex::Regex;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+mod valid;
+
+pub use valid::{
+    DiskSettings, EventsSettings, GpuBackendKind, GpuSettings, NetSettings, SinkFormat, Valid, ValidSink, ValidSource,
+};
+
+/// The collector's settings as written. Every key is optional.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Default collection interval of every source, e.g. "10s".
+    pub interval: Option<String>,
+    /// Global labels stamped on every point (a source's own tag of the same name wins): `cluster`,
+    /// `rack`, `host` (default: this machine's hostname), and any others.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Where `/proc` and `/sys` are read from (a fixture tree in tests, `/host/proc` in a container).
+    pub procfs_root: Option<PathBuf>,
+    pub sysfs_root: Option<PathBuf>,
+    /// Where sinks keep their spools. Default `data/collector`.
+    pub data_dir: Option<PathBuf>,
+    /// Address for the collector's own `/metrics`; unset means no listener.
+    pub listen: Option<String>,
+    pub gpu: Option<GpuConfig>,
+    pub host: Option<SourceConfig>,
+    pub disk: Option<DiskConfig>,
+    pub net: Option<NetConfig>,
+    pub events: Option<EventsConfig>,
+    #[serde(default, rename = "sink")]
+    pub sinks: Vec<SinkConfig>,
+}
+
+/// What every source has: an on/off switch and its own interval and deadline.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    pub enabled: Option<bool>,
+    pub interval: Option<String>,
+    /// How long one collection may take; default the interval.
+    pub timeout: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuConfig {
+    pub enabled: Option<bool>,
+    pub interval: Option<String>,
+    pub timeout: Option<String>,
+    /// "nvml" (default) or "fake".
+    pub backend: Option<String>,
+    /// JSON fixture the fake backend serves.
+    pub fake_fixture: Option<PathBuf>,
+    /// Also emit dcgm-exporter's names (`DCGM_FI_DEV_GPU_UTIL`, …) with its labels.
+    pub dcgm_names: Option<bool>,
+    /// Where `NVRM: Xid` lines are read from: `/dev/kmsg` (default) or a log file such as
+    /// `/var/log/kern.log`. An empty string turns the kernel log off.
+    pub kernel_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskConfig {
+    pub enabled: Option<bool>,
+    pub interval: Option<String>,
+    pub timeout: Option<String>,
+    /// Block devices left out (regex over the name). Default: loop, ram, zram, device-mapper partitions.
+    pub devices_exclude: Option<String>,
+    /// Filesystem types left out (regex). Default: pseudo filesystems.
+    pub fs_types_exclude: Option<String>,
+    /// Mount points left out (regex). Default: /proc, /sys, /dev and /run subtrees.
+    pub mount_points_exclude: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetConfig {
+    pub enabled: Option<bool>,
+    pub interval: Option<String>,
+    pub timeout: Option<String>,
+    /// Interfaces left out (regex). Default: `^(lo|veth.*|cali.*|docker.*|ifb.*)$`.
+    pub interfaces_exclude: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsConfig {
+    pub enabled: Option<bool>,
+    pub interval: Option<String>,
+    pub timeout: Option<String>,
+    /// Log files watched (training logs, `/var/log/kern.log`…); each may appear after the start.
+    pub files: Option<Vec<PathBuf>>,
+    /// `/dev/kmsg` (default); an empty string turns the kernel log off.
+    pub kernel_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinkConfig {
+    /// Names the spool directory and the `sink` label of self metrics. Default "default", "1", "2"…
+    pub name: Option<String>,
+    /// Default `http://127.0.0.1:9700/api/v1/write`.
+    pub url: Option<String>,
+    /// "remote_write" (default) or "line_protocol".
+    pub format: Option<String>,
+    /// Where events (string fields) go when `format` is remote_write, which cannot carry text. Default:
+    /// the same server's `/api/v2/write` when `url` ends in `/api/v1/write`; otherwise events are dropped
+    /// and counted.
+    pub events_url: Option<String>,
+    /// Sent as `Authorization: Bearer …`.
+    pub token: Option<String>,
+    /// A request is sent once this many samples wait (default 10000) …
+    pub max_samples: Option<usize>,
+    /// … or when the oldest has waited this long (default "5s").
+    pub flush_interval: Option<String>,
+    /// Per request (default "10s").
+    pub timeout: Option<String>,
+    /// Retry backoff bounds (default "500ms" and "30s").
+    pub min_backoff: Option<String>,
+    pub max_backoff: Option<String>,
+    /// Bound of the on-disk spool (default "1GiB"); the oldest segments are dropped first.
+    pub spool_max_bytes: Option<String>,
+    /// Size at which a spool segment is closed and a new one started (default "16MiB").
+    pub spool_segment_bytes: Option<String>,
+}
+
+/// serde's `flatten` cannot be combined with `deny_unknown_fields`, so each source repeats the three
+/// common keys and hands them over here.
+macro_rules! common {
+    ($($t:ty),*) => {$(
+        impl $t {
+            pub fn common(&self) -> SourceConfig {
+                SourceConfig { enabled: self.enabled, interval: self.interval.clone(), timeout: self.timeout.clone() }
+            }
+        }
+    )*};
+}
+common!(GpuConfig, DiskConfig, NetConfig, EventsConfig);
+
+/// Why a configuration was refused. Messages name the file (when there is one), the line for syntax
+/// errors, and the field for invalid values.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: cannot read: {source}")]
+    Read { file: String, source: std::io::Error },
+    #[error("{file}:{line}:{column}: {reason}")]
+    Syntax { file: String, line: usize, column: usize, reason: String },
+    #[error("{file}: {field}: {reason}")]
+    Invalid { file: String, field: String, reason: String },
+}
+
+/// The file as `argus collect` reads it: only `[collector]` is ours; other sections belong to other parts.
+#[derive(Deserialize)]
+struct File {
+    #[serde(default)]
+    collector: Config,
+}
+
+// === impl Config ===
+
+impl Config {
+    /// Reads the `[collector]` section of a TOML file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { file: file.clone(), source })?;
+        Config::parse(&text, &file)
+    }
+
+    /// Parses the `[collector]` section of TOML text; `file` only names the source in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let f: File = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+            ConfigError::Syntax { file: file.to_string(), line, column, reason: e.message().to_string() }
+        })?;
+        Ok(f.collector)
+    }
+
+    /// Checks every value and returns settings that cannot be invalid. Pure: no IO.
+    pub fn validate(&self, file: &str) -> Result<Valid, ConfigError> {
+        valid::validate(self, file)
+    }
+}
+
+/// "10s", "500ms", "1m": a non-zero duration.
+pub(crate) fn duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|_| format!("{s:?} is not a duration (e.g. 10s, 500ms, 1m)"))?;
+    if d.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(d)
+}
+
+/// "512MiB", "1GiB", "1000000" (bytes).
+pub(crate) fn bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (e.g. 512MiB, 1GiB)"))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        u => return Err(format!("unknown unit {u:?} (use B, KiB, MiB, GiB, KB, MB or GB)")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
+}
+
+pub(crate) fn regex(s: &str) -> Result<Regex, String> {
+    Regex::new(s).map_err(|e| format!("bad regex: {e}"))
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |p| p + 1) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests;

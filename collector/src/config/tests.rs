@@ -1,0 +1,101 @@
+use super::*;
+use expect_test::{Expect, expect};
+
+/// Parses and validates; the error message, or a summary of what came out.
+fn check(toml: &str, expected: Expect) {
+    let got = match Config::parse(toml, "argus.toml").and_then(|c| c.validate("argus.toml")) {
+        Err(e) => e.to_string(),
+        Ok(v) => {
+            let mut s = format!(
+                "labels={:?} gpu={:?} host={:?} disk={} net={}",
+                v.labels,
+                v.gpu.as_ref().map(|g| (g.interval, &g.settings.backend, g.settings.dcgm_names)),
+                v.host.as_ref().map(|h| (h.interval, h.timeout)),
+                v.disk.is_some(),
+                v.net.is_some()
+            );
+            for k in &v.sinks {
+                s.push_str(&format!(
+                    "\nsink {} {:?} {} events={:?} max_samples={} spool={}",
+                    k.name, k.format, k.url, k.events_url, k.max_samples, k.spool_max_bytes
+                ));
+            }
+            s
+        }
+    };
+    expected.assert_eq(&got);
+}
+
+#[test]
+fn defaults_and_overrides() {
+    check(
+        "",
+        expect![[r#"
+            labels={} gpu=Some((10s, Nvml, false)) host=Some((10s, 10s)) disk=true net=true
+            sink default RemoteWrite http://127.0.0.1:9700/api/v1/write events=Some("http://127.0.0.1:9700/api/v2/write?precision=ms") max_samples=10000 spool=1073741824"#]],
+    );
+    check(
+        "[server]\nlisten = \"x\"\n[collector]\ninterval = \"30s\"\n[collector.labels]\ncluster = \"a\"\n[collector.host]\ntimeout = \"2s\"\n[collector.gpu]\nenabled = false\n[collector.disk]\nenabled = false",
+        expect![[r#"
+            labels={"cluster": "a"} gpu=None host=Some((30s, 2s)) disk=false net=true
+            sink default RemoteWrite http://127.0.0.1:9700/api/v1/write events=Some("http://127.0.0.1:9700/api/v2/write?precision=ms") max_samples=10000 spool=1073741824"#]],
+    );
+    check(
+        "[[collector.sink]]\nurl = \"http://vm:8428/api/v2/write\"\nformat = \"line_protocol\"\nspool_max_bytes = \"64MiB\"\n[[collector.sink]]\nname = \"b\"\nurl = \"https://x/push\"",
+        expect![[r#"
+            labels={} gpu=Some((10s, Nvml, false)) host=Some((10s, 10s)) disk=true net=true
+            sink default LineProtocol http://vm:8428/api/v2/write?precision=ms events=None max_samples=10000 spool=67108864
+            sink b RemoteWrite https://x/push events=None max_samples=10000 spool=1073741824"#]],
+    );
+}
+
+#[test]
+fn errors_name_file_line_and_field() {
+    check(
+        "[collector]\nbogus = 1\n",
+        expect![
+            "argus.toml:2:1: unknown field `bogus`, expected one of `interval`, `labels`, `procfs_root`, `sysfs_root`, `data_dir`, `listen`, `gpu`, `host`, `disk`, `net`, `events`, `sink`"
+        ],
+    );
+    check(
+        "[collector.host]\ninterval = \"soon\"\n",
+        expect![[r#"argus.toml: collector.host.interval: "soon" is not a duration (e.g. 10s, 500ms, 1m)"#]],
+    );
+    check(
+        "[collector.net]\ninterfaces_exclude = \"(\"\n",
+        expect![
+            "argus.toml: collector.net.interfaces_exclude: bad regex: regex parse error:\n    (\n    ^\nerror: unclosed group"
+        ],
+    );
+    check(
+        "[collector.gpu]\nbackend = \"fake\"\n",
+        expect![[r#"argus.toml: collector.gpu.fake_fixture: required by backend = "fake""#]],
+    );
+    check(
+        "[[collector.sink]]\nurl = \"vm:8428\"\n",
+        expect![[r#"argus.toml: collector.sink[0].url: "vm:8428" is not an http:// or https:// URL"#]],
+    );
+    check(
+        "[[collector.sink]]\nspool_max_bytes = \"1 parsec\"\n",
+        expect![[
+            r#"argus.toml: collector.sink[0].spool_max_bytes: unknown unit "parsec" (use B, KiB, MiB, GiB, KB, MB or GB)"#
+        ]],
+    );
+    check(
+        "[collector.labels]\n\"bad-name\" = \"x\"\n",
+        expect!["argus.toml: collector.labels.bad-name: not a valid label name"],
+    );
+    check(
+        "[collector.disk]\nenabled = \"yes\"\n",
+        expect!["argus.toml:2:11: invalid type: string \"yes\", expected a boolean"],
+    );
+}
+
+#[test]
+fn shipped_example_loads() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/collector.toml");
+    let c = Config::load(&p).unwrap();
+    let v = c.validate(&p.display().to_string()).unwrap();
+    assert_eq!(v.labels.get("cluster").map(String::as_str), Some("train-a"));
+    assert!(v.gpu.is_some() && v.host.is_some() && v.disk.is_some() && v.net.is_some());
+}

@@ -1,0 +1,315 @@
+//! `validate`: the written config → settings that cannot be invalid.
+
+use super::{Config, ConfigError, SourceConfig, bytes, duration, regex};
+use regex::Regex;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
+const DEFAULT_URL: &str = "http://127.0.0.1:9700/api/v1/write";
+const DEFAULT_DEVICES_EXCLUDE: &str = r"^(ram|loop|zram|fd|sr|(h|s|v|xv)d[a-z]+\d+|nvme\d+n\d+p\d+|dm-\d+)\d*$";
+const DEFAULT_FS_TYPES_EXCLUDE: &str = r"^(autofs|binfmt_misc|bpf|cgroup2?|configfs|debugfs|devpts|devtmpfs|fusectl|hugetlbfs|iso9660|mqueue|nsfs|overlay|proc|procfs|pstore|rpc_pipefs|securityfs|selinuxfs|squashfs|sysfs|tracefs|tmpfs|ramfs)$";
+const DEFAULT_MOUNT_POINTS_EXCLUDE: &str = r"^/(dev|proc|run|sys|var/lib/docker/.+|var/lib/kubelet/.+)($|/)";
+const DEFAULT_INTERFACES_EXCLUDE: &str = r"^(lo|veth.*|cali.*|docker.*|ifb.*)$";
+
+/// Settings that passed validation.
+#[derive(Debug, Clone)]
+pub struct Valid {
+    /// Global labels; `host` is filled from the hostname by `build` when absent.
+    pub labels: BTreeMap<String, String>,
+    pub procfs_root: PathBuf,
+    pub sysfs_root: PathBuf,
+    pub data_dir: PathBuf,
+    pub listen: Option<std::net::SocketAddr>,
+    pub gpu: Option<ValidSource<GpuSettings>>,
+    pub host: Option<ValidSource<()>>,
+    pub disk: Option<ValidSource<DiskSettings>>,
+    pub net: Option<ValidSource<NetSettings>>,
+    pub events: Option<ValidSource<EventsSettings>>,
+    pub sinks: Vec<ValidSink>,
+}
+
+/// A source that is switched on, with its schedule and own settings.
+#[derive(Debug, Clone)]
+pub struct ValidSource<T> {
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub settings: T,
+}
+
+#[derive(Debug, Clone)]
+pub struct GpuSettings {
+    pub backend: GpuBackendKind,
+    pub dcgm_names: bool,
+    pub kernel_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum GpuBackendKind {
+    Nvml,
+    Fake(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct DiskSettings {
+    pub devices_exclude: Regex,
+    pub fs_types_exclude: Regex,
+    pub mount_points_exclude: Regex,
+}
+
+#[derive(Debug, Clone)]
+pub struct EventsSettings {
+    pub files: Vec<PathBuf>,
+    /// `/dev/kmsg` by default; `None` turns the kernel log off.
+    pub kernel_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NetSettings {
+    pub interfaces_exclude: Regex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkFormat {
+    RemoteWrite,
+    LineProtocol,
+}
+
+#[derive(Debug, Clone)]
+pub struct ValidSink {
+    pub name: String,
+    pub url: String,
+    pub format: SinkFormat,
+    pub events_url: Option<String>,
+    pub token: Option<String>,
+    pub max_samples: usize,
+    pub flush_interval: Duration,
+    pub timeout: Duration,
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+    pub spool_max_bytes: u64,
+    pub spool_segment_bytes: u64,
+}
+
+pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
+    let bad =
+        |field: &str, reason: String| ConfigError::Invalid { file: file.to_string(), field: field.to_string(), reason };
+    let dur = |field: &str, v: &Option<String>, default: Duration| match v {
+        Some(s) => duration(s).map_err(|r| bad(field, r)),
+        None => Ok(default),
+    };
+    let re = |field: &str, v: &Option<String>, default: &str| {
+        regex(v.as_deref().unwrap_or(default)).map_err(|r| bad(field, r))
+    };
+    let interval = dur("collector.interval", &c.interval, DEFAULT_INTERVAL)?;
+    let source = |name: &str, s: Option<&SourceConfig>| -> Result<Option<(Duration, Duration)>, ConfigError> {
+        let s = s.cloned().unwrap_or_default();
+        if s.enabled == Some(false) {
+            return Ok(None);
+        }
+        let iv = dur(&format!("collector.{name}.interval"), &s.interval, interval)?;
+        let timeout = dur(&format!("collector.{name}.timeout"), &s.timeout, iv)?;
+        Ok(Some((iv, timeout)))
+    };
+
+    for (k, v) in &c.labels {
+        if !is_label_name(k) {
+            return Err(bad(&format!("collector.labels.{k}"), "not a valid label name".into()));
+        }
+        if v.is_empty() {
+            return Err(bad(&format!("collector.labels.{k}"), "empty value".into()));
+        }
+    }
+
+    let gpu_cfg = c.gpu.clone().unwrap_or_default();
+    let gpu = match source("gpu", Some(&gpu_cfg.common()))? {
+        None => None,
+        Some((interval, timeout)) => {
+            let backend = match (gpu_cfg.backend.as_deref().unwrap_or("nvml"), &gpu_cfg.fake_fixture) {
+                ("nvml", _) => GpuBackendKind::Nvml,
+                ("fake", Some(p)) => GpuBackendKind::Fake(p.clone()),
+                ("fake", None) => {
+                    return Err(bad("collector.gpu.fake_fixture", "required by backend = \"fake\"".into()));
+                }
+                (other, _) => return Err(bad("collector.gpu.backend", format!("{other:?}: use \"nvml\" or \"fake\""))),
+            };
+            let kernel_log = match &gpu_cfg.kernel_log {
+                None => Some(PathBuf::from("/dev/kmsg")),
+                Some(p) if p.as_os_str().is_empty() => None,
+                Some(p) => Some(p.clone()),
+            };
+            let settings = GpuSettings { backend, dcgm_names: gpu_cfg.dcgm_names.unwrap_or(false), kernel_log };
+            Some(ValidSource { interval, timeout, settings })
+        }
+    };
+    let host =
+        source("host", c.host.as_ref())?.map(|(interval, timeout)| ValidSource { interval, timeout, settings: () });
+    let disk_cfg = c.disk.clone().unwrap_or_default();
+    let disk = match source("disk", Some(&disk_cfg.common()))? {
+        None => None,
+        Some((interval, timeout)) => Some(ValidSource {
+            interval,
+            timeout,
+            settings: DiskSettings {
+                devices_exclude: re(
+                    "collector.disk.devices_exclude",
+                    &disk_cfg.devices_exclude,
+                    DEFAULT_DEVICES_EXCLUDE,
+                )?,
+                fs_types_exclude: re(
+                    "collector.disk.fs_types_exclude",
+                    &disk_cfg.fs_types_exclude,
+                    DEFAULT_FS_TYPES_EXCLUDE,
+                )?,
+                mount_points_exclude: re(
+                    "collector.disk.mount_points_exclude",
+                    &disk_cfg.mount_points_exclude,
+                    DEFAULT_MOUNT_POINTS_EXCLUDE,
+                )?,
+            },
+        }),
+    };
+    let net_cfg = c.net.clone().unwrap_or_default();
+    let net = match source("net", Some(&net_cfg.common()))? {
+        None => None,
+        Some((interval, timeout)) => Some(ValidSource {
+            interval,
+            timeout,
+            settings: NetSettings {
+                interfaces_exclude: re(
+                    "collector.net.interfaces_exclude",
+                    &net_cfg.interfaces_exclude,
+                    DEFAULT_INTERFACES_EXCLUDE,
+                )?,
+            },
+        }),
+    };
+
+    let events_cfg = c.events.clone().unwrap_or_default();
+    let events = source("events", Some(&events_cfg.common()))?.map(|(interval, timeout)| ValidSource {
+        interval,
+        timeout,
+        settings: EventsSettings {
+            files: events_cfg.files.clone().unwrap_or_default(),
+            kernel_log: match &events_cfg.kernel_log {
+                None => Some(PathBuf::from("/dev/kmsg")),
+                Some(p) if p.as_os_str().is_empty() => None,
+                Some(p) => Some(p.clone()),
+            },
+        },
+    });
+
+    let mut sinks = Vec::new();
+    let written = if c.sinks.is_empty() { vec![Default::default()] } else { c.sinks.clone() };
+    for (i, s) in written.iter().enumerate() {
+        let field = |f: &str| format!("collector.sink[{i}].{f}");
+        let name = s.name.clone().unwrap_or_else(|| if i == 0 { "default".into() } else { i.to_string() });
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(bad(&field("name"), format!("{name:?}: use letters, digits, '_' and '-'")));
+        }
+        if sinks.iter().any(|x: &ValidSink| x.name == name) {
+            return Err(bad(&field("name"), format!("{name:?} is used by another sink")));
+        }
+        let url = s.url.clone().unwrap_or_else(|| DEFAULT_URL.into());
+        check_url(&url).map_err(|r| bad(&field("url"), r))?;
+        let format = match s.format.as_deref().unwrap_or("remote_write") {
+            "remote_write" => SinkFormat::RemoteWrite,
+            "line_protocol" => SinkFormat::LineProtocol,
+            other => {
+                return Err(bad(&field("format"), format!("{other:?}: use \"remote_write\" or \"line_protocol\"")));
+            }
+        };
+        let events_url = match (&s.events_url, format) {
+            (Some(u), _) => {
+                check_url(u).map_err(|r| bad(&field("events_url"), r))?;
+                Some(with_ms_precision(u))
+            }
+            (None, SinkFormat::LineProtocol) => None,
+            (None, SinkFormat::RemoteWrite) => {
+                url.strip_suffix("/api/v1/write").map(|base| format!("{base}/api/v2/write?precision=ms"))
+            }
+        };
+        let url = match format {
+            SinkFormat::LineProtocol => with_ms_precision(&url),
+            SinkFormat::RemoteWrite => url,
+        };
+        let max_samples = s.max_samples.unwrap_or(10_000);
+        if max_samples == 0 {
+            return Err(bad(&field("max_samples"), "must be more than zero".into()));
+        }
+        let size = |f: &str, v: &Option<String>, default: u64| match v {
+            Some(v) => bytes(v).map_err(|r| bad(&field(f), r)),
+            None => Ok(default),
+        };
+        let spool_max_bytes = size("spool_max_bytes", &s.spool_max_bytes, 1 << 30)?;
+        let spool_segment_bytes = size("spool_segment_bytes", &s.spool_segment_bytes, 16 << 20)?;
+        if spool_segment_bytes == 0 || spool_segment_bytes > spool_max_bytes {
+            return Err(bad(
+                &field("spool_segment_bytes"),
+                "must be more than zero and at most spool_max_bytes".into(),
+            ));
+        }
+        let min_backoff = dur(&field("min_backoff"), &s.min_backoff, Duration::from_millis(500))?;
+        let max_backoff = dur(&field("max_backoff"), &s.max_backoff, Duration::from_secs(30))?;
+        if min_backoff > max_backoff {
+            return Err(bad(&field("min_backoff"), "must not exceed max_backoff".into()));
+        }
+        sinks.push(ValidSink {
+            name,
+            url,
+            format,
+            events_url,
+            token: s.token.clone(),
+            max_samples,
+            flush_interval: dur(&field("flush_interval"), &s.flush_interval, Duration::from_secs(5))?,
+            timeout: dur(&field("timeout"), &s.timeout, Duration::from_secs(10))?,
+            min_backoff,
+            max_backoff,
+            spool_max_bytes,
+            spool_segment_bytes,
+        });
+    }
+
+    let listen = match &c.listen {
+        None => None,
+        Some(l) => Some(l.parse().map_err(|_| bad("collector.listen", format!("{l:?} is not an address")))?),
+    };
+    Ok(Valid {
+        labels: c.labels.clone(),
+        procfs_root: c.procfs_root.clone().unwrap_or_else(|| "/proc".into()),
+        sysfs_root: c.sysfs_root.clone().unwrap_or_else(|| "/sys".into()),
+        data_dir: c.data_dir.clone().unwrap_or_else(|| "data/collector".into()),
+        listen,
+        gpu,
+        host,
+        disk,
+        net,
+        events,
+        sinks,
+    })
+}
+
+fn is_label_name(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+        && !s.starts_with("__")
+}
+
+/// Line-protocol bodies carry millisecond timestamps; the endpoint must be told, or it reads nanoseconds.
+fn with_ms_precision(url: &str) -> String {
+    if url.contains("precision=") {
+        url.to_string()
+    } else {
+        format!("{url}{}precision=ms", if url.contains('?') { '&' } else { '?' })
+    }
+}
+
+fn check_url(u: &str) -> Result<(), String> {
+    let rest = u.strip_prefix("http://").or_else(|| u.strip_prefix("https://"));
+    match rest {
+        Some(r) if !r.is_empty() && !r.starts_with('/') => Ok(()),
+        _ => Err(format!("{u:?} is not an http:// or https:// URL")),
+    }
+}

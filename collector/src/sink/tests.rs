@@ -1,0 +1,136 @@
+use super::*;
+use crate::batch::Point;
+use crate::config::Config;
+use axum::http::{HeaderMap, StatusCode};
+use prost::Message;
+use std::sync::{Arc, Mutex};
+
+/// A store stand-in: answers 503 with `Retry-After: 1` to the first `fail` requests, then 204, and
+/// records the sample timestamps of every accepted remote-write body and the time of every request.
+#[derive(Clone, Default)]
+struct Fake {
+    fail: Arc<Mutex<usize>>,
+    accepted: Arc<Mutex<Vec<i64>>>,
+    requests: Arc<Mutex<Vec<std::time::Instant>>>,
+}
+
+async fn serve(fake: Fake) -> String {
+    let app = axum::Router::new().route(
+        "/api/v1/write",
+        axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
+            let f = fake.clone();
+            async move {
+                f.requests.lock().unwrap().push(std::time::Instant::now());
+                assert_eq!(headers.get("content-encoding").unwrap(), "snappy");
+                {
+                    let mut fail = f.fail.lock().unwrap();
+                    if *fail > 0 {
+                        *fail -= 1;
+                        return (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")]).into_response_parts();
+                    }
+                }
+                let raw = snap::raw::Decoder::new().decompress_vec(&body).unwrap();
+                let req = remote_write::WriteRequest::decode(raw.as_slice()).unwrap();
+                let mut acc = f.accepted.lock().unwrap();
+                for ts in req.timeseries {
+                    acc.extend(ts.samples.iter().map(|s| s.timestamp));
+                }
+                (StatusCode::NO_CONTENT, [("retry-after", "0")]).into_response_parts()
+            }
+        }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    format!("http://{addr}/api/v1/write")
+}
+
+trait Parts {
+    fn into_response_parts(self) -> axum::response::Response;
+}
+impl<T: axum::response::IntoResponse> Parts for T {
+    fn into_response_parts(self) -> axum::response::Response {
+        self.into_response()
+    }
+}
+
+fn sink_config(url: &str) -> ValidSink {
+    let toml = format!(
+        "[[collector.sink]]\nurl = \"{url}\"\nflush_interval = \"50ms\"\nmin_backoff = \"100ms\"\nmax_backoff = \"200ms\"\nmax_samples = 3"
+    );
+    Config::parse(&toml, "-").unwrap().validate("-").unwrap().sinks.remove(0)
+}
+
+fn batch(t: i64) -> Batch {
+    let mut b = Batch::new();
+    b.push(Point::new("host", t).field("load1", t as f64));
+    b
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outage_spools_then_delivers_everything_in_order_honouring_retry_after() {
+    let fake = Fake::default();
+    *fake.fail.lock().unwrap() = 2;
+    let url = serve(fake.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = SelfMetrics::default();
+    let sink = Sink::build(sink_config(&url), dir.path(), metrics.clone()).unwrap();
+    let (tx, rx) = mpsc::channel(16);
+    let task = tokio::spawn(sink.run(rx));
+    for t in 1..=12 {
+        tx.send(batch(t)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Enough for the Retry-After of both refusals.
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    drop(tx);
+    task.await.unwrap();
+    assert_eq!(*fake.accepted.lock().unwrap(), (1..=12).collect::<Vec<i64>>(), "all samples, in order");
+    let req = fake.requests.lock().unwrap().clone();
+    assert!(req[1] - req[0] >= Duration::from_millis(950), "Retry-After honoured: {:?}", req[1] - req[0]);
+    assert!(req[2] - req[1] >= Duration::from_millis(950), "Retry-After honoured: {:?}", req[2] - req[1]);
+    let text = metrics.encode();
+    assert!(text.contains(r#"argus_collector_points_sent_total{sink="default"} 12"#), "{text}");
+    assert!(!text.contains("argus_collector_points_dropped_total{"), "{text}");
+}
+
+#[tokio::test]
+async fn a_stop_while_the_store_is_down_leaves_the_points_in_the_spool_for_the_next_start() {
+    // Nothing listens on this port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/api/v1/write");
+    let dir = tempfile::tempdir().unwrap();
+    let sink = Sink::build(sink_config(&url), dir.path(), SelfMetrics::default()).unwrap();
+    let (tx, rx) = mpsc::channel(16);
+    let task = tokio::spawn(sink.run(rx));
+    for t in 1..=5 {
+        tx.send(batch(t)).await.unwrap();
+    }
+    drop(tx);
+    task.await.unwrap();
+
+    let fake = Fake::default();
+    let url = serve(fake.clone()).await;
+    let sink = Sink::build(sink_config(&url), dir.path(), SelfMetrics::default()).unwrap();
+    let (tx, rx) = mpsc::channel(16);
+    let task = tokio::spawn(sink.run(rx));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tx.send(batch(6)).await.unwrap();
+    drop(tx);
+    task.await.unwrap();
+    assert_eq!(*fake.accepted.lock().unwrap(), (1..=6).collect::<Vec<i64>>());
+}
+
+#[test]
+fn remote_write_sends_events_as_line_protocol_beside_the_samples() {
+    let mut b = Batch::new();
+    b.push(Point::new("gpu", 5).tag("gpu", "0").field("power_watts", 1.0).text("xid", "Xid 79"));
+    let recs = encode(&b, SinkFormat::RemoteWrite, 100);
+    assert_eq!(
+        recs.iter().map(|r| (r.kind, r.values)).collect::<Vec<_>>(),
+        vec![(Kind::RemoteWrite, 1), (Kind::Events, 1)]
+    );
+    let mut lp = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(recs[1].body.as_slice()), &mut lp).unwrap();
+    assert_eq!(lp, "gpu,gpu=0 xid=\"Xid 79\" 5\n");
+}

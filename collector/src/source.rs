@@ -1,0 +1,99 @@
+//! Polled sources: one module per thing read, each named after it (`gpu`, `host`, `disk`, `net`,
+//! `events`); that
+//! name is also its config key and its `source` label in self metrics.
+//!
+//! A source is synchronous: the agent calls [`Source::collect`] on a blocking thread with a deadline,
+//! on the source's own interval. It writes what it could read into the batch even when part of it
+//! failed, and reports the first failure; the agent keeps the points and marks the source unsuccessful.
+//! A failing source never fails a collection of the others (node_exporter's rule).
+
+use crate::batch::Batch;
+use crate::config::Valid;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub mod disk;
+pub mod events;
+pub mod gpu;
+pub mod host;
+pub mod net;
+pub mod tail;
+
+/// A polled source of points.
+pub trait Source: Send {
+    /// The config key and `source` label: `gpu`, `host`, `disk`, `net`, `events`.
+    fn name(&self) -> &'static str;
+
+    /// Reads once and appends points stamped `now` (milliseconds since the Unix epoch) to `batch`.
+    fn collect(&mut self, now: i64, batch: &mut Batch) -> Result<(), SourceError>;
+}
+
+/// Why a collection failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The source cannot run on this machine (no NVIDIA library, no such file tree). The agent
+    /// reports it once and stops polling the source; the rest keep working.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {reason}")]
+    Parse { path: PathBuf, reason: String },
+    /// A device or library call failed (NVML).
+    #[error("{0}")]
+    Backend(String),
+}
+
+impl SourceError {
+    pub fn io(path: &Path, source: std::io::Error) -> SourceError {
+        SourceError::Io { path: path.to_path_buf(), source }
+    }
+
+    pub fn parse(path: &Path, reason: impl std::fmt::Display) -> SourceError {
+        SourceError::Parse { path: path.to_path_buf(), reason: reason.to_string() }
+    }
+}
+
+/// A built source with its schedule.
+pub struct Scheduled {
+    pub source: Box<dyn Source>,
+    pub interval: Duration,
+    pub timeout: Duration,
+}
+
+/// Builds every source switched on in the config: the one list of sources. A source that cannot even
+/// be built (NVML missing) is still returned; it reports `Unavailable` on its first collection.
+pub fn build(cfg: &Valid) -> Vec<Scheduled> {
+    let mut out = Vec::new();
+    let mut add = |source: Box<dyn Source>, interval, timeout| out.push(Scheduled { source, interval, timeout });
+    if let Some(s) = &cfg.gpu {
+        add(Box::new(gpu::Gpu::build(&s.settings, &cfg.procfs_root, &cfg.labels)), s.interval, s.timeout);
+    }
+    if let Some(s) = &cfg.host {
+        add(Box::new(host::Host::new(&cfg.procfs_root)), s.interval, s.timeout);
+    }
+    if let Some(s) = &cfg.disk {
+        add(Box::new(disk::Disk::new(&cfg.procfs_root, s.settings.clone())), s.interval, s.timeout);
+    }
+    if let Some(s) = &cfg.net {
+        add(Box::new(net::Net::new(&cfg.procfs_root, &cfg.sysfs_root, s.settings.clone())), s.interval, s.timeout);
+    }
+    if let Some(s) = &cfg.events {
+        add(Box::new(events::Events::new(&s.settings)), s.interval, s.timeout);
+    }
+    out
+}
+
+/// Parses a file with a procfs-core parser. procfs-core is the parsing half of the procfs crate: it
+/// reads any `Read`, so fixture trees work; the procfs crate itself always opens `/proc`.
+pub(crate) fn parse_with<T: procfs_core::FromRead>(path: &Path) -> Result<T, SourceError> {
+    T::from_file(path).map_err(|e| match e {
+        procfs_core::ProcError::NotFound(_) => {
+            SourceError::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "not found"))
+        }
+        e => SourceError::parse(path, e),
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod golden;

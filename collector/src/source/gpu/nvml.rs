@@ -1,0 +1,236 @@
+//! The NVML backend (nvml-wrapper 0.13, which loads libnvidia-ml.so at run time, so the collector
+//! builds and runs on machines without NVIDIA's library; there `init` fails and the source reports
+//! itself unavailable once).
+//!
+//! Each reading is asked for separately and a failure leaves that reading out: NVML answers
+//! NotSupported for whatever a board lacks (fans on SXM boards, retired pages after Volta, remapped
+//! rows before Ampere).
+//!
+//! Not read yet: NVLink byte counters (NVML field values with a per-link scope) and GPM profiling
+//! metrics (`gpm_metrics_get` over two samples); their fields stay absent.
+
+use super::backend::{
+    BackendError, Device, Ecc, GpuBackend, MigInstance, NvLink, Process, RemappedRows, RetiredPages, XidEvent,
+};
+use nvml_wrapper::bitmasks::event::EventTypes;
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, EccCounter, MemoryError, PcieUtilCounter, RetirementCause, TemperatureSensor,
+};
+use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
+use nvml_wrapper::enums::device::{SampleValue, UsedGpuMemory};
+use nvml_wrapper::enums::event::XidError;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::event::EventSet;
+use nvml_wrapper::structs::device::FieldId;
+use nvml_wrapper::sys_exports::field_id;
+
+/// NVLink links a GPU may have (NVML_NVLINK_MAX_LINKS is 18 on Hopper).
+const MAX_LINKS: u32 = 18;
+
+pub struct Nvml {
+    nvml: &'static nvml_wrapper::Nvml,
+    events: Option<EventSet<'static>>,
+}
+
+impl Nvml {
+    pub fn init() -> Result<Nvml, BackendError> {
+        let nvml = nvml_wrapper::Nvml::init().map_err(|e| match e {
+            NvmlError::LibloadingError(e) => BackendError::Unavailable(format!("no NVIDIA management library: {e}")),
+            e => BackendError::Unavailable(format!("nvml init failed: {e}")),
+        })?;
+        // Devices and event sets borrow the library handle; the source lives as long as the process, so
+        // the handle is leaked once instead of making the backend self-referential.
+        let nvml: &'static nvml_wrapper::Nvml = Box::leak(Box::new(nvml));
+        let events = register_xid_events(nvml);
+        Ok(Nvml { nvml, events })
+    }
+}
+
+fn register_xid_events(nvml: &'static nvml_wrapper::Nvml) -> Option<EventSet<'static>> {
+    let mut set = nvml.create_event_set().ok()?;
+    let count = nvml.device_count().ok()?;
+    for i in 0..count {
+        let Ok(dev) = nvml.device_by_index(i) else { continue };
+        set = match dev.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
+            Ok(s) => s,
+            // The set is consumed on failure too: Xid events stay with the kernel log.
+            Err(e) => {
+                tracing::info!(gpu = i, error = %e.error, "NVML Xid events not available");
+                return None;
+            }
+        };
+    }
+    Some(set)
+}
+
+impl GpuBackend for Nvml {
+    fn devices(&mut self) -> Result<Vec<Device>, BackendError> {
+        let count = self.nvml.device_count().map_err(|e| BackendError::Failed(format!("device count: {e}")))?;
+        let mut out = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let dev = self.nvml.device_by_index(i).map_err(|e| BackendError::Failed(format!("gpu {i}: {e}")))?;
+            out.push(read_device(i, &dev));
+        }
+        Ok(out)
+    }
+
+    fn xid_events(&mut self) -> Vec<XidEvent> {
+        let mut out = Vec::new();
+        let Some(set) = &self.events else { return out };
+        // wait(0) returns at once: Timeout when nothing is pending.
+        while let Ok(ev) = set.wait(0) {
+            let code = match ev.event_data {
+                Some(XidError::Value(v)) => v,
+                _ => continue,
+            };
+            let gpu = ev.device.index().ok();
+            let pci = ev.device.pci_info().ok().map(|p| p.bus_id);
+            out.push(XidEvent { gpu, pci_bus_id: pci, code, message: format!("NVML: Xid {code}") });
+        }
+        out
+    }
+}
+
+fn read_device(index: u32, d: &nvml_wrapper::Device<'_>) -> Device {
+    let util = d.utilization_rates().ok();
+    let mem = d.memory_info().ok();
+    let ecc = || -> Result<Ecc, NvmlError> {
+        Ok(Ecc {
+            corrected_volatile: d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)?,
+            uncorrected_volatile: d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)?,
+            corrected_aggregate: d.total_ecc_errors(MemoryError::Corrected, EccCounter::Aggregate)?,
+            uncorrected_aggregate: d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Aggregate)?,
+        })
+    };
+    let retired = || -> Result<RetiredPages, NvmlError> {
+        Ok(RetiredPages {
+            single_bit: d.retired_pages(RetirementCause::MultipleSingleBitEccErrors)?.len() as u64,
+            double_bit: d.retired_pages(RetirementCause::DoubleBitEccError)?.len() as u64,
+            pending: d.are_pages_pending_retired()?,
+        })
+    };
+    let mig_enabled = d.mig_mode().ok().map(|m| m.current == 1);
+    Device {
+        index,
+        uuid: d.uuid().unwrap_or_default(),
+        name: d.name().unwrap_or_default(),
+        pci_bus_id: d.pci_info().map(|p| p.bus_id).unwrap_or_default(),
+        utilization_gpu_percent: util.as_ref().map(|u| f64::from(u.gpu)),
+        utilization_memory_percent: util.as_ref().map(|u| f64::from(u.memory)),
+        memory_total_bytes: mem.as_ref().map(|m| m.total),
+        memory_used_bytes: mem.as_ref().map(|m| m.used),
+        memory_free_bytes: mem.as_ref().map(|m| m.free),
+        temperature_celsius: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
+        memory_temperature_celsius: None,
+        power_watts: d.power_usage().ok().map(|mw| f64::from(mw) / 1000.0),
+        power_limit_watts: d.enforced_power_limit().ok().map(|mw| f64::from(mw) / 1000.0),
+        energy_joules: d.total_energy_consumption().ok().map(|mj| mj as f64 / 1000.0),
+        sm_clock_hz: d.clock_info(Clock::SM).ok().map(|mhz| f64::from(mhz) * 1e6),
+        memory_clock_hz: d.clock_info(Clock::Memory).ok().map(|mhz| f64::from(mhz) * 1e6),
+        throttle_reasons: d.current_throttle_reasons().ok().map(|r| r.bits()),
+        pcie_tx_bytes_per_second: d.pcie_throughput(PcieUtilCounter::Send).ok().map(|kb| f64::from(kb) * 1024.0),
+        pcie_rx_bytes_per_second: d.pcie_throughput(PcieUtilCounter::Receive).ok().map(|kb| f64::from(kb) * 1024.0),
+        pcie_replay_total: d.pcie_replay_counter().ok().map(u64::from),
+        fan_speed_percent: d.fan_speed(0).ok().map(f64::from),
+        performance_state: d.performance_state().ok().and_then(|p| pstate(p as u32)),
+        ecc: ecc().ok(),
+        retired_pages: retired().ok(),
+        remapped_rows: remapped_rows(d),
+        nvlinks: nvlinks(d),
+        mig_enabled,
+        mig_instances: if mig_enabled == Some(true) { mig_instances(d) } else { Vec::new() },
+        processes: processes(d),
+        gpm: None,
+    }
+}
+
+/// PerformanceState's variants are declared P0..P15 then Unknown, so the discriminant is the P number.
+fn pstate(discriminant: u32) -> Option<u32> {
+    (discriminant <= 15).then_some(discriminant)
+}
+
+/// Row remapping through NVML field values (the wrapper has no call for nvmlDeviceGetRemappedRows).
+fn remapped_rows(d: &nvml_wrapper::Device<'_>) -> Option<RemappedRows> {
+    let ids = [
+        field_id::NVML_FI_DEV_REMAPPED_COR,
+        field_id::NVML_FI_DEV_REMAPPED_UNC,
+        field_id::NVML_FI_DEV_REMAPPED_PENDING,
+        field_id::NVML_FI_DEV_REMAPPED_FAILURE,
+    ]
+    .map(FieldId);
+    let values = d.field_values_for(&ids).ok()?;
+    let v: Vec<Option<u64>> = values
+        .into_iter()
+        .map(|r| match r.ok()?.value.ok()? {
+            SampleValue::U32(x) => Some(u64::from(x)),
+            SampleValue::U64(x) => Some(x),
+            SampleValue::I64(x) => u64::try_from(x).ok(),
+            SampleValue::F64(x) => Some(x as u64),
+        })
+        .collect();
+    Some(RemappedRows {
+        correctable: v.first().copied().flatten()?,
+        uncorrectable: v.get(1).copied().flatten()?,
+        pending: v.get(2).copied().flatten()? != 0,
+        failed: v.get(3).copied().flatten()? != 0,
+    })
+}
+
+fn nvlinks(d: &nvml_wrapper::Device<'_>) -> Vec<NvLink> {
+    let mut out = Vec::new();
+    for link in 0..MAX_LINKS {
+        let l = d.link_wrapper_for(link);
+        // A link the board does not have answers InvalidArgument or NotSupported.
+        let Ok(active) = l.is_active() else { continue };
+        let crc = match (l.error_counter(ErrorCounter::DlCrcFlit), l.error_counter(ErrorCounter::DlCrcData)) {
+            (Ok(a), Ok(b)) => Some(a + b),
+            (Ok(a), Err(_)) | (Err(_), Ok(a)) => Some(a),
+            _ => None,
+        };
+        out.push(NvLink {
+            link,
+            active,
+            tx_bytes_total: None,
+            rx_bytes_total: None,
+            replay_errors_total: l.error_counter(ErrorCounter::DlReplay).ok(),
+            recovery_errors_total: l.error_counter(ErrorCounter::DlRecovery).ok(),
+            crc_errors_total: crc,
+        });
+    }
+    out
+}
+
+fn mig_instances(d: &nvml_wrapper::Device<'_>) -> Vec<MigInstance> {
+    let Ok(count) = d.mig_device_count() else { return Vec::new() };
+    let mut out = Vec::new();
+    for i in 0..count {
+        let Ok(m) = d.mig_device_by_index(i) else { continue };
+        let mem = m.memory_info().ok();
+        out.push(MigInstance {
+            // nvml-wrapper 0.13 has no call for a MIG handle's GPU/compute instance ids; the MIG
+            // device index stands in (the uuid label identifies the instance exactly).
+            gpu_instance_id: i,
+            compute_instance_id: 0,
+            uuid: m.uuid().unwrap_or_default(),
+            profile: m.name().unwrap_or_default(),
+            memory_used_bytes: mem.as_ref().map(|x| x.used),
+            memory_total_bytes: mem.as_ref().map(|x| x.total),
+        });
+    }
+    out
+}
+
+fn processes(d: &nvml_wrapper::Device<'_>) -> Vec<Process> {
+    d.running_compute_processes()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| Process {
+            pid: p.pid,
+            used_memory_bytes: match p.used_gpu_memory {
+                UsedGpuMemory::Used(b) => Some(b),
+                UsedGpuMemory::Unavailable => None,
+            },
+            gpu_instance_id: p.gpu_instance_id,
+        })
+        .collect()
+}
