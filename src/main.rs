@@ -1,5 +1,6 @@
 //! The one Argus binary: wires the crates together. See ARCHITECTURE.md.
 
+mod alertd;
 mod config;
 mod serve;
 
@@ -23,12 +24,18 @@ enum Cmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// alertd, the notification pipeline: `replay` runs it in virtual time.
+    Alertd {
+        #[command(subcommand)]
+        cmd: alertd::Cmd,
+    },
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Serve(args) => serve::run(args),
+        Cmd::Alertd { cmd } => alertd::run(cmd),
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {

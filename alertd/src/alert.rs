@@ -163,7 +163,8 @@ impl PostableAlert {
 
 fn valid_label_name(n: &str) -> bool {
     let mut c = n.chars();
-    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
 #[cfg(test)]

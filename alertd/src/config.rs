@@ -48,7 +48,11 @@ impl fmt::Display for ConfigError {
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
-        if self.field.is_empty() { write!(f, ": {}", self.reason) } else { write!(f, ": {}: {}", self.field, self.reason) }
+        if self.field.is_empty() {
+            write!(f, ": {}", self.reason)
+        } else {
+            write!(f, ": {}: {}", self.field, self.reason)
+        }
     }
 }
 

@@ -153,9 +153,7 @@ impl Engine {
                 }
             }
         }
-        if sent_any
-            && let (Some(c), Some(origin)) = (&mut self.correlator, origin)
-        {
+        if sent_any && let (Some(c), Some(origin)) = (&mut self.correlator, origin) {
             c.record_sent(&origin, at);
         }
         ok

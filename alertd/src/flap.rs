@@ -84,7 +84,11 @@ mod tests {
 
     #[test]
     fn flaps_after_threshold_and_settles() {
-        let mut d = FlapDetector::new(FlapConfig { window: Duration::from_secs(600), threshold: 3, settle: Duration::from_secs(300) });
+        let mut d = FlapDetector::new(FlapConfig {
+            window: Duration::from_secs(600),
+            threshold: 3,
+            settle: Duration::from_secs(300),
+        });
         let fp = Fingerprint(1);
         let t = |s: i64| Timestamp(s * 1000);
         d.change(fp, t(0));

@@ -156,7 +156,8 @@ impl Correlator {
 
     /// How many new alerts the next notification for `origin` needs at `now`.
     pub fn required_burst(&self, origin: &str, now: Timestamp) -> usize {
-        let recent = self.sent.get(origin).map_or(0, |q| q.iter().filter(|&&t| now - t < self.cfg.backoff_window).count());
+        let recent =
+            self.sent.get(origin).map_or(0, |q| q.iter().filter(|&&t| now - t < self.cfg.backoff_window).count());
         1 + recent / self.cfg.backoff_step as usize
     }
 

@@ -20,7 +20,8 @@ pub struct TimeInterval {
 impl TimeInterval {
     pub fn contains(&self, t: Timestamp) -> bool {
         let c = t.civil();
-        let times = self.times.is_empty() || self.times.iter().any(|&(s, e)| c.minute_of_day >= s && c.minute_of_day < e);
+        let times =
+            self.times.is_empty() || self.times.iter().any(|&(s, e)| c.minute_of_day >= s && c.minute_of_day < e);
         let weekdays = self.weekdays.is_empty() || self.weekdays.iter().any(|r| r.contains(&c.weekday));
         let dim = c.days_in_month() as i32;
         let days = self.days_of_month.is_empty()
@@ -45,12 +46,16 @@ impl TimeInterval {
             let s = clock(&t.start_time).map_err(|e| ("times.start_time".to_string(), e))?;
             let e = clock(&t.end_time).map_err(|e| ("times.end_time".to_string(), e))?;
             if s >= e {
-                return Err(("times".into(), format!("start_time {} must be before end_time {}", t.start_time, t.end_time)));
+                return Err((
+                    "times".into(),
+                    format!("start_time {} must be before end_time {}", t.start_time, t.end_time),
+                ));
             }
             out.times.push((s, e));
         }
         for w in &r.weekdays {
-            out.weekdays.push(range(w, |x| name_or_num(x, &WEEKDAYS, 0, 0, 6)).map_err(|e| ("weekdays".to_string(), e))?);
+            out.weekdays
+                .push(range(w, |x| name_or_num(x, &WEEKDAYS, 0, 0, 6)).map_err(|e| ("weekdays".to_string(), e))?);
         }
         for d in &r.days_of_month {
             let r = range(d, |x| {
@@ -71,7 +76,8 @@ impl TimeInterval {
         }
         for y in &r.years {
             out.years.push(
-                range(y, |x| x.parse::<i64>().map_err(|_| format!("invalid year {x:?}"))).map_err(|e| ("years".to_string(), e))?,
+                range(y, |x| x.parse::<i64>().map_err(|_| format!("invalid year {x:?}")))
+                    .map_err(|e| ("years".to_string(), e))?,
             );
         }
         Ok(out)

@@ -91,11 +91,14 @@ mod tests {
         check(r#"{a="1", b!~"x.*",c!=y}"#, expect![[r#"a="1" b!~"x.*" c!="y""#]]);
         check(r#"msg="say \"hi\"""#, expect![[r#"msg="say \"hi\"""#]]);
         check("severity", expect![[r#"matcher "severity": expected one of = != =~ !~ after severity"#]]);
-        check(r#"a=~"(""#, expect![[r#"
+        check(
+            r#"a=~"(""#,
+            expect![[r#"
             matcher "a=~\"(\"": invalid regex "(" for label a: regex parse error:
                 ^(?s:()$
                  ^
-            error: unclosed group"#]]);
+            error: unclosed group"#]],
+        );
         check(r#"a="x" b="y""#, expect![[r#"matcher "a=\"x\" b=\"y\"": expected a comma before "b=\"y\"""#]]);
     }
 }

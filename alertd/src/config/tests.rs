@@ -46,15 +46,21 @@ fn bad_input_names_line_and_field() {
     let r = RECEIVERS;
     check(
         &format!("route:\n  receiver: r\n  group_wiat: 10s\n{r}"),
-        expect!["alertd.yml:3: route: unknown field `group_wiat`, expected one of `receiver`, `group_by`, `matchers`, `match`, `match_re`, `continue`, `group_wait`, `group_interval`, `repeat_interval`, `mute_time_intervals`, `active_time_intervals`, `routes`"],
+        expect![
+            "alertd.yml:3: route: unknown field `group_wiat`, expected one of `receiver`, `group_by`, `matchers`, `match`, `match_re`, `continue`, `group_wait`, `group_interval`, `repeat_interval`, `mute_time_intervals`, `active_time_intervals`, `routes`"
+        ],
     );
     check(
         &format!("route:\n  receiver: r\n  routes:\n    - receiver: r\n      group_wait: 10 seconds\n{r}"),
-        expect![[r#"alertd.yml:5: route.routes[0].group_wait: invalid duration "10 seconds" (expected e.g. 30s, 5m, 1h30m, 2d)"#]],
+        expect![[
+            r#"alertd.yml:5: route.routes[0].group_wait: invalid duration "10 seconds" (expected e.g. 30s, 5m, 1h30m, 2d)"#
+        ]],
     );
     check(
         &format!("route:\n  receiver: r\n  routes:\n    - matchers: ['severity']\n{r}"),
-        expect![[r#"alertd.yml:4: route.routes[0].matchers[0]: matcher "severity": expected one of = != =~ !~ after severity"#]],
+        expect![[
+            r#"alertd.yml:4: route.routes[0].matchers[0]: matcher "severity": expected one of = != =~ !~ after severity"#
+        ]],
     );
     check(
         &format!("route:\n  receiver: nobody\n{r}"),
@@ -83,7 +89,9 @@ fn bad_input_names_line_and_field() {
     );
     check(
         &format!("route:\n  receiver: r\n{r}argus:\n  correlation:\n    window: soon\n"),
-        expect![[r#"alertd.yml:8: argus.correlation.window: invalid duration "soon" (expected e.g. 30s, 5m, 1h30m, 2d)"#]],
+        expect![[
+            r#"alertd.yml:8: argus.correlation.window: invalid duration "soon" (expected e.g. 30s, 5m, 1h30m, 2d)"#
+        ]],
     );
     check(
         &format!("route:\n  receiver: r\n{r}argus:\n  storm: {{}}\n"),
@@ -114,7 +122,10 @@ fn inhibit_rules_and_time_intervals() {
         "alertd.yml",
     )
     .unwrap_err();
-    assert_eq!(err.to_string(), r#"alertd.yml:9: time_intervals[0].time_intervals[0].weekdays: invalid value "funday""#);
+    assert_eq!(
+        err.to_string(),
+        r#"alertd.yml:9: time_intervals[0].time_intervals[0].weekdays: invalid value "funday""#
+    );
 }
 
 /// Every file in config/ that is an alerting configuration loads.

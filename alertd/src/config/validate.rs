@@ -22,7 +22,12 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     /// An error at `field`; the line is where `needle` (a key or a value) first appears.
     fn err(&self, field: impl Into<String>, needle: &str, reason: impl Into<String>) -> ConfigError {
-        ConfigError { file: self.file.to_string(), line: line_of(self.src, needle), field: field.into(), reason: reason.into() }
+        ConfigError {
+            file: self.file.to_string(),
+            line: line_of(self.src, needle),
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 
     fn duration(&self, field: &str, key: &str, v: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
@@ -48,7 +53,10 @@ impl Ctx<'_> {
     ) -> Result<Vec<Matcher>, ConfigError> {
         let mut out: Vec<Matcher> = eq.iter().map(|(n, v)| Matcher::eq(n.clone(), v.clone())).collect();
         for (n, v) in re {
-            out.push(Matcher::new(n.clone(), MatchOp::RegexMatch, v.clone()).map_err(|e| self.err(field, v, e.to_string()))?);
+            out.push(
+                Matcher::new(n.clone(), MatchOp::RegexMatch, v.clone())
+                    .map_err(|e| self.err(field, v, e.to_string()))?,
+            );
         }
         Ok(out)
     }
@@ -111,7 +119,8 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         ],
     )?;
     unsupported(&c, "", &[("tracing", raw.tracing.is_some()), ("templates", !raw.templates.is_empty())])?;
-    let resolve_timeout = c.duration("global.resolve_timeout", "resolve_timeout", &g.resolve_timeout, Duration::from_secs(300))?;
+    let resolve_timeout =
+        c.duration("global.resolve_timeout", "resolve_timeout", &g.resolve_timeout, Duration::from_secs(300))?;
     if resolve_timeout.is_zero() {
         return Err(c.err("global.resolve_timeout", "resolve_timeout:", "must be greater than 0"));
     }
@@ -147,13 +156,21 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
             unsupported(
                 &c,
                 &wf,
-                &[("url_file", w.url_file.is_some()), ("http_config", w.http_config.is_some()), ("timeout", w.timeout.is_some())],
+                &[
+                    ("url_file", w.url_file.is_some()),
+                    ("http_config", w.http_config.is_some()),
+                    ("timeout", w.timeout.is_some()),
+                ],
             )?;
             let url = w.url.clone().ok_or_else(|| c.err(format!("{wf}url"), "webhook_configs:", "missing"))?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(c.err(format!("{wf}url"), &url, format!("{url:?} is not an http(s) URL")));
             }
-            webhooks.push(WebhookConfig { url, send_resolved: w.send_resolved.unwrap_or(true), max_alerts: w.max_alerts });
+            webhooks.push(WebhookConfig {
+                url,
+                send_resolved: w.send_resolved.unwrap_or(true),
+                max_alerts: w.max_alerts,
+            });
         }
         if receivers.insert(r.name.clone(), Receiver { name: r.name.clone(), webhooks }).is_some() {
             return Err(c.err(format!("{field}name"), &r.name, format!("receiver {:?} is defined twice", r.name)));
@@ -173,7 +190,11 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
             out.push(t);
         }
         if time_intervals.insert(set.name.clone(), out).is_some() {
-            return Err(c.err(format!("{key}[{i}].name"), &set.name, format!("time interval {:?} is defined twice", set.name)));
+            return Err(c.err(
+                format!("{key}[{i}].name"),
+                &set.name,
+                format!("time interval {:?} is defined twice", set.name),
+            ));
         }
     }
 
@@ -185,7 +206,10 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
     if root.continue_ {
         return Err(c.err("route.continue", "continue:", "the root route must not have continue"));
     }
-    let receiver = root.receiver.clone().ok_or_else(|| c.err("route.receiver", "route:", "missing: the root route needs a receiver"))?;
+    let receiver = root
+        .receiver
+        .clone()
+        .ok_or_else(|| c.err("route.receiver", "route:", "missing: the root route needs a receiver"))?;
     let defaults = RouteOpts {
         receiver,
         group_by: GroupBy::Labels(Vec::new()),
@@ -263,7 +287,12 @@ fn correlation(c: &Ctx, k: &raw::Correlation) -> Result<CorrelationConfig, Confi
         labels: k.labels.clone().unwrap_or(d.labels),
         window: c.duration("argus.correlation.window", "window", &k.window, d.window)?,
         burst_window: c.duration("argus.correlation.burst_window", "burst_window", &k.burst_window, d.burst_window)?,
-        backoff_window: c.duration("argus.correlation.backoff_window", "backoff_window", &k.backoff_window, d.backoff_window)?,
+        backoff_window: c.duration(
+            "argus.correlation.backoff_window",
+            "backoff_window",
+            &k.backoff_window,
+            d.backoff_window,
+        )?,
         backoff_step: k.backoff_step.unwrap_or(d.backoff_step),
         causes,
     };
@@ -289,7 +318,11 @@ fn build_route(
     matchers.extend(c.legacy(&format!("{field}.match_re"), &r.match_eq, &r.match_re)?);
     let receiver = r.receiver.clone().unwrap_or_else(|| parent.receiver.clone());
     if !receivers.contains_key(&receiver) {
-        return Err(c.err(format!("{field}.receiver"), &format!("receiver: {receiver}"), format!("undefined receiver {receiver:?}")));
+        return Err(c.err(
+            format!("{field}.receiver"),
+            &format!("receiver: {receiver}"),
+            format!("undefined receiver {receiver:?}"),
+        ));
     }
     let group_by = match &r.group_by {
         None => parent.group_by.clone(),
@@ -311,14 +344,23 @@ fn build_route(
     };
     for name in r.mute_time_intervals.iter().chain(&r.active_time_intervals) {
         if !intervals.contains_key(name) {
-            return Err(c.err(format!("{field}.mute_time_intervals"), name, format!("undefined time interval {name:?}")));
+            return Err(c.err(
+                format!("{field}.mute_time_intervals"),
+                name,
+                format!("undefined time interval {name:?}"),
+            ));
         }
     }
     let opts = RouteOpts {
         receiver,
         group_by,
         group_wait: c.duration(&format!("{field}.group_wait"), "group_wait", &r.group_wait, parent.group_wait)?,
-        group_interval: c.duration(&format!("{field}.group_interval"), "group_interval", &r.group_interval, parent.group_interval)?,
+        group_interval: c.duration(
+            &format!("{field}.group_interval"),
+            "group_interval",
+            &r.group_interval,
+            parent.group_interval,
+        )?,
         repeat_interval: c.duration(
             &format!("{field}.repeat_interval"),
             "repeat_interval",
@@ -337,7 +379,15 @@ fn build_route(
     let mut node = Route::new(parent_key, matchers, r.continue_, opts);
     for (i, child) in r.routes.iter().enumerate() {
         let key = node.key.clone();
-        node.routes.push(build_route(c, child, &format!("{field}.routes[{i}]"), Some(&key), &node.opts, receivers, intervals)?);
+        node.routes.push(build_route(
+            c,
+            child,
+            &format!("{field}.routes[{i}]"),
+            Some(&key),
+            &node.opts,
+            receivers,
+            intervals,
+        )?);
     }
     Ok(node)
 }

@@ -15,7 +15,11 @@ pub struct DedupStage {
 pub fn split(ctx: &Ctx, alerts: &[Alert]) -> (BTreeSet<Fingerprint>, BTreeSet<Fingerprint>) {
     let (mut firing, mut resolved) = (BTreeSet::new(), BTreeSet::new());
     for a in alerts {
-        if a.resolved_at(ctx.now) { resolved.insert(a.fingerprint()) } else { firing.insert(a.fingerprint()) };
+        if a.resolved_at(ctx.now) {
+            resolved.insert(a.fingerprint())
+        } else {
+            firing.insert(a.fingerprint())
+        };
     }
     (firing, resolved)
 }
@@ -70,7 +74,8 @@ mod tests {
     #[test]
     fn needs_update_table() {
         let set = |v: &[u64]| v.iter().map(|&x| Fingerprint(x)).collect::<BTreeSet<_>>();
-        let entry = |f: &[u64], r: &[u64], ts: i64| Entry { firing: set(f), resolved: set(r), timestamp: Timestamp(ts) };
+        let entry =
+            |f: &[u64], r: &[u64], ts: i64| Entry { firing: set(f), resolved: set(r), timestamp: Timestamp(ts) };
         let h = Duration::from_secs(3600);
         let now = Timestamp(10 * 3_600_000);
         let rows = [

@@ -49,7 +49,8 @@ impl Timeline {
     pub async fn run(self, until: Duration) -> String {
         let cfg = config::parse(&self.config, "test.yml").unwrap();
         let (ntx, mut nrx) = mpsc::unbounded_channel();
-        let engine = Engine::new(cfg, self.silences.clone(), Arc::new(MemLog::default()), Arc::new(ChannelNotifier(ntx)));
+        let engine =
+            Engine::new(cfg, self.silences.clone(), Arc::new(MemLog::default()), Arc::new(ChannelNotifier(ntx)));
         let clock = TokioClock::starting_at(T0);
         let (atx, arx) = mpsc::channel(16);
         let runner = tokio::spawn(argus_alertd::runner::run(engine, clock.clone(), arx));
