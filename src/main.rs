@@ -1,5 +1,6 @@
 //! The one Argus binary: wires the crates together. See ARCHITECTURE.md.
 
+mod alertd;
 mod collect;
 mod config;
 mod serve;
@@ -26,6 +27,11 @@ enum Cmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// alertd, the notification pipeline: `replay` runs it in virtual time.
+    Alertd {
+        #[command(subcommand)]
+        cmd: alertd::Cmd,
+    },
 }
 
 fn main() -> Result<()> {
@@ -33,6 +39,7 @@ fn main() -> Result<()> {
     match cli.cmd {
         Cmd::Serve(args) => serve::run(args),
         Cmd::Collect(args) => collect::run(args),
+        Cmd::Alertd { cmd } => alertd::run(cmd),
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {

@@ -1,1 +1,33 @@
-//! alertd: rule evaluation and the notification pipeline. Not built yet; see ARCHITECTURE.md.
+//! argus-alertd owns the notification pipeline: alerts in Alertmanager's API v2 shape go through
+//! routing, aggregation groups and their timers, inhibition, silences, time intervals, dedup against
+//! a notification log, and out as webhook v4 messages — Alertmanager's semantics, in its words —
+//! plus alertd's own flap suppression and incident correlation (`argus:` in the config).
+//!
+//! `Engine` is the whole pipeline as a deterministic state machine over explicit times; `runner`
+//! drives it on tokio time and `replay` in virtual time.
+
+pub mod alert;
+pub mod clock;
+pub mod config;
+pub mod dispatch;
+pub mod engine;
+pub mod flap;
+pub mod incident;
+pub mod inhibit;
+pub mod mute;
+pub mod nflog;
+pub mod notify;
+pub mod receiver;
+pub mod replay;
+pub mod route;
+pub mod runner;
+pub mod silence;
+pub mod store;
+pub mod time;
+pub mod timeinterval;
+pub mod webhook;
+
+pub use alert::{Alert, Fingerprint, PostableAlert};
+pub use config::{Config, ConfigError};
+pub use engine::Engine;
+pub use time::Timestamp;

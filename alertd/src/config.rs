@@ -1,0 +1,96 @@
+//! alertd's configuration: Alertmanager's YAML (the supported subset) plus the `argus:` section.
+//! Parsed (unknown keys refused), then validated into types that cannot be invalid; every error
+//! names the file, the line where it can be found, and the field.
+
+pub mod duration;
+pub mod matchers;
+pub mod raw;
+mod validate;
+
+use crate::flap::FlapConfig;
+use crate::incident::CorrelationConfig;
+use crate::inhibit::InhibitRule;
+use crate::receiver::Receiver;
+use crate::route::Route;
+use crate::timeinterval::TimeInterval;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub resolve_timeout: Duration,
+    pub route: Route,
+    pub inhibit_rules: Vec<InhibitRule>,
+    pub receivers: BTreeMap<String, Receiver>,
+    pub time_intervals: BTreeMap<String, Vec<TimeInterval>>,
+    pub external_url: String,
+    /// Flap suppression; off when the `argus.flap` section is absent.
+    pub flap: Option<FlapConfig>,
+    /// Incident correlation; off when the `argus.correlation` section is absent.
+    pub correlation: Option<CorrelationConfig>,
+}
+
+/// A configuration error: `file:line: field: reason` (the line when it can be found).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct ConfigError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub field: String,
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if self.field.is_empty() {
+            write!(f, ": {}", self.reason)
+        } else {
+            write!(f, ": {}: {}", self.field, self.reason)
+        }
+    }
+}
+
+/// Reads and validates a configuration file.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let file = path.display().to_string();
+    let src = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: file.clone(),
+        line: None,
+        field: String::new(),
+        reason: format!("cannot read: {e}"),
+    })?;
+    parse(&src, &file)
+}
+
+/// Parses and validates configuration text; `file` names it in errors.
+pub fn parse(src: &str, file: &str) -> Result<Config, ConfigError> {
+    let raw: raw::File = if src.trim().is_empty() {
+        raw::File::default()
+    } else {
+        serde_norway::from_str(src).map_err(|e| from_serde(&e, file))?
+    };
+    validate::validate(raw, src, file)
+}
+
+/// serde_norway's message is `path: reason at line L column C`; split it into our fields.
+fn from_serde(e: &serde_norway::Error, file: &str) -> ConfigError {
+    let mut msg = e.to_string();
+    let line = e.location().map(|l| l.line());
+    if let Some(i) = msg.find(" at line ") {
+        msg.truncate(i);
+    }
+    let (field, reason) = match msg.split_once(": ") {
+        Some((p, r)) if !p.contains(' ') => (p.to_string(), r.to_string()),
+        _ => (String::new(), msg),
+    };
+    ConfigError { file: file.to_string(), line, field, reason }
+}
+
+#[cfg(test)]
+mod tests;

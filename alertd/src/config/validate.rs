@@ -1,0 +1,393 @@
+//! raw → validated. Pure: no IO. Errors carry the file, the field path and the line where the
+//! offending key or value is first written (found by searching the text, since the YAML parser keeps
+//! no positions after deserialisation).
+
+use super::raw;
+use super::{Config, ConfigError, duration, matchers};
+use crate::flap::FlapConfig;
+use crate::incident::{CauseRule, CorrelationConfig};
+use crate::inhibit::InhibitRule;
+use crate::receiver::{Receiver, WebhookConfig};
+use crate::route::{GroupBy, Route, RouteOpts};
+use crate::timeinterval::TimeInterval;
+use argus_model::{MatchOp, Matcher};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+struct Ctx<'a> {
+    src: &'a str,
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    /// An error at `field`; the line is where `needle` (a key or a value) first appears.
+    fn err(&self, field: impl Into<String>, needle: &str, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.to_string(),
+            line: line_of(self.src, needle),
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn duration(&self, field: &str, key: &str, v: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
+        match v {
+            None => Ok(default),
+            Some(s) => duration::parse(s).map_err(|e| self.err(field, &format!("{key}: {s}"), e)),
+        }
+    }
+
+    fn matchers(&self, field: &str, list: &[String]) -> Result<Vec<Matcher>, ConfigError> {
+        let mut out = Vec::new();
+        for (i, s) in list.iter().enumerate() {
+            out.extend(matchers::parse(s).map_err(|e| self.err(format!("{field}[{i}]"), s, e))?);
+        }
+        Ok(out)
+    }
+
+    fn legacy(
+        &self,
+        field: &str,
+        eq: &BTreeMap<String, String>,
+        re: &BTreeMap<String, String>,
+    ) -> Result<Vec<Matcher>, ConfigError> {
+        let mut out: Vec<Matcher> = eq.iter().map(|(n, v)| Matcher::eq(n.clone(), v.clone())).collect();
+        for (n, v) in re {
+            out.push(
+                Matcher::new(n.clone(), MatchOp::RegexMatch, v.clone())
+                    .map_err(|e| self.err(field, v, e.to_string()))?,
+            );
+        }
+        Ok(out)
+    }
+}
+
+/// The 1-based line of the first line whose text, after indentation and a list dash, starts with
+/// `needle`; failing that, the first line containing it.
+fn line_of(src: &str, needle: &str) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = src.lines().collect();
+    let starts = lines.iter().position(|l| {
+        let t = l.trim_start();
+        let t = t.strip_prefix("- ").unwrap_or(t).trim_start();
+        t.starts_with(needle)
+    });
+    starts.or_else(|| lines.iter().position(|l| l.contains(needle))).map(|i| i + 1)
+}
+
+/// Keys Alertmanager has that alertd does not support yet, refused by name.
+fn unsupported(c: &Ctx, field: &str, present: &[(&str, bool)]) -> Result<(), ConfigError> {
+    match present.iter().find(|(_, p)| *p) {
+        Some((key, _)) => Err(c.err(format!("{field}{key}"), &format!("{key}:"), "not supported by alertd yet")),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, ConfigError> {
+    let c = Ctx { src, file };
+    let g = &raw.global;
+    unsupported(
+        &c,
+        "global.",
+        &[
+            ("http_config", g.http_config.is_some()),
+            ("smtp_from", g.smtp_from.is_some()),
+            ("smtp_hello", g.smtp_hello.is_some()),
+            ("smtp_smarthost", g.smtp_smarthost.is_some()),
+            ("smtp_auth_username", g.smtp_auth_username.is_some()),
+            ("smtp_auth_password", g.smtp_auth_password.is_some()),
+            ("smtp_auth_password_file", g.smtp_auth_password_file.is_some()),
+            ("smtp_auth_secret", g.smtp_auth_secret.is_some()),
+            ("smtp_auth_identity", g.smtp_auth_identity.is_some()),
+            ("smtp_require_tls", g.smtp_require_tls.is_some()),
+            ("slack_api_url", g.slack_api_url.is_some()),
+            ("slack_api_url_file", g.slack_api_url_file.is_some()),
+            ("pagerduty_url", g.pagerduty_url.is_some()),
+            ("opsgenie_api_url", g.opsgenie_api_url.is_some()),
+            ("opsgenie_api_key", g.opsgenie_api_key.is_some()),
+            ("opsgenie_api_key_file", g.opsgenie_api_key_file.is_some()),
+            ("wechat_api_url", g.wechat_api_url.is_some()),
+            ("wechat_api_secret", g.wechat_api_secret.is_some()),
+            ("wechat_api_corp_id", g.wechat_api_corp_id.is_some()),
+            ("victorops_api_url", g.victorops_api_url.is_some()),
+            ("victorops_api_key", g.victorops_api_key.is_some()),
+            ("victorops_api_key_file", g.victorops_api_key_file.is_some()),
+            ("telegram_api_url", g.telegram_api_url.is_some()),
+            ("webex_api_url", g.webex_api_url.is_some()),
+        ],
+    )?;
+    unsupported(&c, "", &[("tracing", raw.tracing.is_some()), ("templates", !raw.templates.is_empty())])?;
+    let resolve_timeout =
+        c.duration("global.resolve_timeout", "resolve_timeout", &g.resolve_timeout, Duration::from_secs(300))?;
+    if resolve_timeout.is_zero() {
+        return Err(c.err("global.resolve_timeout", "resolve_timeout:", "must be greater than 0"));
+    }
+
+    // Receivers.
+    let mut receivers = BTreeMap::new();
+    for (i, r) in raw.receivers.iter().enumerate() {
+        let field = format!("receivers[{i}].");
+        if r.name.is_empty() {
+            return Err(c.err(format!("{field}name"), "name:", "must not be empty"));
+        }
+        unsupported(
+            &c,
+            &field,
+            &[
+                ("email_configs", r.email_configs.is_some()),
+                ("slack_configs", r.slack_configs.is_some()),
+                ("pagerduty_configs", r.pagerduty_configs.is_some()),
+                ("opsgenie_configs", r.opsgenie_configs.is_some()),
+                ("wechat_configs", r.wechat_configs.is_some()),
+                ("pushover_configs", r.pushover_configs.is_some()),
+                ("victorops_configs", r.victorops_configs.is_some()),
+                ("sns_configs", r.sns_configs.is_some()),
+                ("telegram_configs", r.telegram_configs.is_some()),
+                ("webex_configs", r.webex_configs.is_some()),
+                ("discord_configs", r.discord_configs.is_some()),
+                ("msteams_configs", r.msteams_configs.is_some()),
+            ],
+        )?;
+        let mut webhooks = Vec::new();
+        for (j, w) in r.webhook_configs.iter().enumerate() {
+            let wf = format!("{field}webhook_configs[{j}].");
+            unsupported(
+                &c,
+                &wf,
+                &[
+                    ("url_file", w.url_file.is_some()),
+                    ("http_config", w.http_config.is_some()),
+                    ("timeout", w.timeout.is_some()),
+                ],
+            )?;
+            let url = w.url.clone().ok_or_else(|| c.err(format!("{wf}url"), "webhook_configs:", "missing"))?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(c.err(format!("{wf}url"), &url, format!("{url:?} is not an http(s) URL")));
+            }
+            webhooks.push(WebhookConfig {
+                url,
+                send_resolved: w.send_resolved.unwrap_or(true),
+                max_alerts: w.max_alerts,
+            });
+        }
+        if receivers.insert(r.name.clone(), Receiver { name: r.name.clone(), webhooks }).is_some() {
+            return Err(c.err(format!("{field}name"), &r.name, format!("receiver {:?} is defined twice", r.name)));
+        }
+    }
+
+    // Time intervals.
+    let mut time_intervals = BTreeMap::new();
+    let sets = raw.time_intervals.iter().map(|s| ("time_intervals", s));
+    for (i, (key, set)) in sets.chain(raw.mute_time_intervals.iter().map(|s| ("mute_time_intervals", s))).enumerate() {
+        let mut out = Vec::new();
+        for (j, ti) in set.time_intervals.iter().enumerate() {
+            let t = TimeInterval::from_raw(ti).map_err(|(f, reason)| {
+                let last = f.rsplit('.').next().unwrap_or(&f).to_string();
+                c.err(format!("{key}[{i}].time_intervals[{j}].{f}"), &format!("{last}:"), reason)
+            })?;
+            out.push(t);
+        }
+        if time_intervals.insert(set.name.clone(), out).is_some() {
+            return Err(c.err(
+                format!("{key}[{i}].name"),
+                &set.name,
+                format!("time interval {:?} is defined twice", set.name),
+            ));
+        }
+    }
+
+    // Routes.
+    let root = raw.route.as_ref().ok_or_else(|| c.err("route", "", "missing: the root route is required"))?;
+    if !root.matchers.is_empty() || !root.match_eq.is_empty() || !root.match_re.is_empty() {
+        return Err(c.err("route.matchers", "matchers:", "the root route must not have matchers"));
+    }
+    if root.continue_ {
+        return Err(c.err("route.continue", "continue:", "the root route must not have continue"));
+    }
+    let receiver = root
+        .receiver
+        .clone()
+        .ok_or_else(|| c.err("route.receiver", "route:", "missing: the root route needs a receiver"))?;
+    let defaults = RouteOpts {
+        receiver,
+        group_by: GroupBy::Labels(Vec::new()),
+        group_wait: Duration::from_secs(30),
+        group_interval: Duration::from_secs(300),
+        repeat_interval: Duration::from_secs(4 * 3600),
+        mute_time_intervals: Vec::new(),
+        active_time_intervals: Vec::new(),
+    };
+    let route = build_route(&c, root, "route", None, &defaults, &receivers, &time_intervals)?;
+
+    // Inhibition.
+    let mut inhibit_rules = Vec::new();
+    for (i, r) in raw.inhibit_rules.iter().enumerate() {
+        let f = format!("inhibit_rules[{i}]");
+        let mut source = c.matchers(&format!("{f}.source_matchers"), &r.source_matchers)?;
+        source.extend(c.legacy(&format!("{f}.source_match_re"), &r.source_match, &r.source_match_re)?);
+        let mut target = c.matchers(&format!("{f}.target_matchers"), &r.target_matchers)?;
+        target.extend(c.legacy(&format!("{f}.target_match_re"), &r.target_match, &r.target_match_re)?);
+        if source.is_empty() || target.is_empty() {
+            return Err(c.err(f, "inhibit_rules:", "needs both source and target matchers"));
+        }
+        inhibit_rules.push(InhibitRule { source, target, equal: r.equal.clone() });
+    }
+
+    // Extensions.
+    let argus = raw.argus.unwrap_or_default();
+    let flap = match &argus.flap {
+        None => None,
+        Some(f) => {
+            let d = FlapConfig::default();
+            let cfg = FlapConfig {
+                window: c.duration("argus.flap.window", "window", &f.window, d.window)?,
+                threshold: f.threshold.unwrap_or(d.threshold),
+                settle: c.duration("argus.flap.settle", "settle", &f.settle, d.settle)?,
+            };
+            if cfg.threshold < 2 {
+                return Err(c.err("argus.flap.threshold", "threshold:", "must be at least 2 state changes"));
+            }
+            Some(cfg)
+        }
+    };
+    let correlation = match &argus.correlation {
+        None => None,
+        Some(k) => Some(correlation(&c, k)?),
+    };
+
+    Ok(Config {
+        resolve_timeout,
+        route,
+        inhibit_rules,
+        receivers,
+        time_intervals,
+        external_url: argus.external_url.unwrap_or_default(),
+        flap,
+        correlation,
+    })
+}
+
+fn correlation(c: &Ctx, k: &raw::Correlation) -> Result<CorrelationConfig, ConfigError> {
+    let d = CorrelationConfig::default();
+    let mut causes = d.causes.clone();
+    if let Some(list) = &k.causes {
+        causes = Vec::new();
+        for (i, cause) in list.iter().enumerate() {
+            let field = format!("argus.correlation.causes[{i}]");
+            if cause.name.is_empty() {
+                return Err(c.err(format!("{field}.name"), "name:", "must not be empty"));
+            }
+            let matchers = c.matchers(&format!("{field}.matchers"), &cause.matchers)?;
+            causes.push(CauseRule { name: cause.name.clone(), matchers });
+        }
+    }
+    let cfg = CorrelationConfig {
+        labels: k.labels.clone().unwrap_or(d.labels),
+        window: c.duration("argus.correlation.window", "window", &k.window, d.window)?,
+        burst_window: c.duration("argus.correlation.burst_window", "burst_window", &k.burst_window, d.burst_window)?,
+        backoff_window: c.duration(
+            "argus.correlation.backoff_window",
+            "backoff_window",
+            &k.backoff_window,
+            d.backoff_window,
+        )?,
+        backoff_step: k.backoff_step.unwrap_or(d.backoff_step),
+        causes,
+    };
+    if cfg.labels.is_empty() {
+        return Err(c.err("argus.correlation.labels", "labels:", "must name at least one topology label"));
+    }
+    if cfg.backoff_step == 0 {
+        return Err(c.err("argus.correlation.backoff_step", "backoff_step:", "must be at least 1"));
+    }
+    Ok(cfg)
+}
+
+fn build_route(
+    c: &Ctx,
+    r: &raw::Route,
+    field: &str,
+    parent_key: Option<&str>,
+    parent: &RouteOpts,
+    receivers: &BTreeMap<String, Receiver>,
+    intervals: &BTreeMap<String, Vec<TimeInterval>>,
+) -> Result<Route, ConfigError> {
+    let mut matchers = c.matchers(&format!("{field}.matchers"), &r.matchers)?;
+    matchers.extend(c.legacy(&format!("{field}.match_re"), &r.match_eq, &r.match_re)?);
+    let receiver = r.receiver.clone().unwrap_or_else(|| parent.receiver.clone());
+    if !receivers.contains_key(&receiver) {
+        return Err(c.err(
+            format!("{field}.receiver"),
+            &format!("receiver: {receiver}"),
+            format!("undefined receiver {receiver:?}"),
+        ));
+    }
+    let group_by = match &r.group_by {
+        None => parent.group_by.clone(),
+        Some(list) if list.iter().any(|l| l == "...") => {
+            if list.len() > 1 {
+                return Err(c.err(format!("{field}.group_by"), "group_by:", "'...' must be the only element"));
+            }
+            GroupBy::All
+        }
+        Some(list) => {
+            let mut seen = BTreeSet::new();
+            for l in list {
+                if !seen.insert(l) {
+                    return Err(c.err(format!("{field}.group_by"), "group_by:", format!("duplicated label {l:?}")));
+                }
+            }
+            GroupBy::Labels(list.clone())
+        }
+    };
+    for name in r.mute_time_intervals.iter().chain(&r.active_time_intervals) {
+        if !intervals.contains_key(name) {
+            return Err(c.err(
+                format!("{field}.mute_time_intervals"),
+                name,
+                format!("undefined time interval {name:?}"),
+            ));
+        }
+    }
+    let opts = RouteOpts {
+        receiver,
+        group_by,
+        group_wait: c.duration(&format!("{field}.group_wait"), "group_wait", &r.group_wait, parent.group_wait)?,
+        group_interval: c.duration(
+            &format!("{field}.group_interval"),
+            "group_interval",
+            &r.group_interval,
+            parent.group_interval,
+        )?,
+        repeat_interval: c.duration(
+            &format!("{field}.repeat_interval"),
+            "repeat_interval",
+            &r.repeat_interval,
+            parent.repeat_interval,
+        )?,
+        mute_time_intervals: r.mute_time_intervals.clone(),
+        active_time_intervals: r.active_time_intervals.clone(),
+    };
+    if opts.group_interval.is_zero() {
+        return Err(c.err(format!("{field}.group_interval"), "group_interval", "must be greater than 0"));
+    }
+    if opts.repeat_interval.is_zero() {
+        return Err(c.err(format!("{field}.repeat_interval"), "repeat_interval", "must be greater than 0"));
+    }
+    let mut node = Route::new(parent_key, matchers, r.continue_, opts);
+    for (i, child) in r.routes.iter().enumerate() {
+        let key = node.key.clone();
+        node.routes.push(build_route(
+            c,
+            child,
+            &format!("{field}.routes[{i}]"),
+            Some(&key),
+            &node.opts,
+            receivers,
+            intervals,
+        )?);
+    }
+    Ok(node)
+}

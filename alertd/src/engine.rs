@@ -1,0 +1,186 @@
+//! The engine: alert store, dispatcher, extensions and pipeline behind two calls — `ingest` at a
+//! time, and `advance` to a time. It never reads a clock or sleeps, so the same code runs on tokio
+//! time (`runner`) and in virtual time (`replay`), and every run is deterministic.
+
+use crate::alert::{Alert, AlertError, PostableAlert, Status};
+use crate::config::Config;
+use crate::dispatch::{Dispatcher, route_group};
+use crate::flap::FlapDetector;
+use crate::incident::Correlator;
+use crate::inhibit::Inhibitor;
+use crate::nflog::NotificationLog;
+use crate::notify::{
+    Ctx, DedupStage, HoldStage, MuteStage, Notifier, Pipeline, SendStage, SetNotifiesStage, TimeActiveStage,
+    TimeMuteStage,
+};
+use crate::silence::{Silencer, Silences};
+use crate::store::AlertStore;
+use crate::time::Timestamp;
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often (in engine time) state is garbage-collected.
+const GC_EVERY: Duration = Duration::from_secs(900);
+/// How long notification log entries are kept (Alertmanager's default `--data.retention`).
+const NFLOG_RETENTION: Duration = Duration::from_secs(120 * 3600);
+
+pub struct Engine {
+    cfg: Config,
+    store: AlertStore,
+    dispatcher: Dispatcher,
+    inhibitor: Arc<Inhibitor>,
+    flap: Option<FlapDetector>,
+    correlator: Option<Correlator>,
+    nflog: Arc<dyn NotificationLog>,
+    pipeline: Pipeline,
+    last_gc: Option<Timestamp>,
+}
+
+impl Engine {
+    pub fn new(
+        cfg: Config,
+        silences: Arc<dyn Silences>,
+        nflog: Arc<dyn NotificationLog>,
+        notifier: Arc<dyn Notifier>,
+    ) -> Engine {
+        let inhibitor = Arc::new(Inhibitor::new(cfg.inhibit_rules.clone()));
+        let pipeline = Pipeline {
+            stages: vec![
+                Box::new(MuteStage { name: "inhibit", muter: inhibitor.clone() }),
+                Box::new(TimeActiveStage),
+                Box::new(TimeMuteStage),
+                Box::new(MuteStage { name: "silence", muter: Arc::new(Silencer(silences)) }),
+                Box::new(DedupStage { nflog: nflog.clone() }),
+                Box::new(HoldStage { nflog: nflog.clone() }),
+                Box::new(SendStage { notifier }),
+                Box::new(SetNotifiesStage { nflog: nflog.clone() }),
+            ],
+        };
+        Engine {
+            flap: cfg.flap.clone().map(FlapDetector::new),
+            correlator: cfg.correlation.clone().map(Correlator::new),
+            cfg,
+            store: AlertStore::default(),
+            dispatcher: Dispatcher::default(),
+            inhibitor,
+            nflog,
+            pipeline,
+            last_gc: None,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Validates posted alerts (all or none) and ingests them at `now`.
+    pub fn post(&mut self, now: Timestamp, alerts: Vec<PostableAlert>) -> Result<(), AlertError> {
+        let rt = self.cfg.resolve_timeout;
+        let alerts = alerts.into_iter().map(|a| a.into_alert(now, rt)).collect::<Result<Vec<_>, _>>()?;
+        self.ingest(now, alerts);
+        Ok(())
+    }
+
+    /// Takes in alerts received at `now`. Call `advance(now)` first, so timers due earlier fire
+    /// before the new alerts are seen, and after, for groups that flush at once.
+    pub fn ingest(&mut self, now: Timestamp, alerts: Vec<Alert>) {
+        for a in alerts {
+            let put = self.store.put(a, now);
+            if let Some(f) = &mut self.flap {
+                for (at, _status) in &put.changes {
+                    f.change(put.alert.fingerprint(), *at);
+                }
+            }
+            self.inhibitor.observe(&put.alert);
+            for route in self.cfg.route.match_labels(&put.alert.labels) {
+                let labels = route.group_labels(&put.alert.labels);
+                let incident = match &mut self.correlator {
+                    Some(c) => c.assign(&route_group(route, &labels), &put.alert, now),
+                    None => None,
+                };
+                self.dispatcher.insert(route, labels, incident, put.alert.clone(), now);
+            }
+        }
+    }
+
+    /// The next time `advance` has work.
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        self.dispatcher.next_deadline()
+    }
+
+    /// Runs every group flush due at or before `now`, each at its own due time, in time order.
+    pub fn advance(&mut self, now: Timestamp) {
+        while let Some((at, key)) = self.dispatcher.pop_due(now) {
+            self.gc(at);
+            let ok = self.flush(&key, at);
+            self.dispatcher.after_flush(&key, at, ok);
+        }
+        self.gc(now);
+    }
+
+    fn flush(&mut self, key: &str, at: Timestamp) -> bool {
+        let Some(group) = self.dispatcher.group(key) else { return true };
+        let Some(receiver) = self.cfg.receivers.get(&group.opts.receiver) else { return true };
+        let alerts = group.sorted_alerts();
+        let incident = match (&self.correlator, group.incident) {
+            (Some(c), Some(id)) => c.incident(&group.route_group, id).map(|i| (c, i)),
+            _ => None,
+        };
+        let origin = incident.map(|(_, i)| i.origin.clone());
+        let mut ok = true;
+        let mut sent_any = false;
+        for (i, webhook) in receiver.webhooks.iter().enumerate() {
+            let ctx = Ctx {
+                now: at,
+                receiver,
+                webhook,
+                recipient: format!("{}/webhook/{i}", receiver.name),
+                group_key: &group.key,
+                group_labels: &group.labels,
+                opts: &group.opts,
+                time_intervals: &self.cfg.time_intervals,
+                external_url: &self.cfg.external_url,
+                flap: self.flap.as_ref(),
+                incident,
+                sent: Cell::new(false),
+            };
+            match self.pipeline.exec(&ctx, alerts.clone()) {
+                Ok(sent) => sent_any |= sent,
+                Err(error) => {
+                    tracing::warn!(receiver = %receiver.name, group = %group.key, %error, "Notification failed");
+                    ok = false;
+                }
+            }
+        }
+        if sent_any && let (Some(c), Some(origin)) = (&mut self.correlator, origin) {
+            c.record_sent(&origin, at);
+        }
+        ok
+    }
+
+    fn gc(&mut self, now: Timestamp) {
+        if self.last_gc.is_some_and(|t| now - t < GC_EVERY) {
+            return;
+        }
+        self.last_gc = Some(now);
+        let mut keep = Duration::from_secs(3600);
+        if let Some(f) = &self.cfg.flap {
+            keep = keep.max(f.window).max(f.settle);
+        }
+        self.store.gc(now, keep);
+        self.inhibitor.gc(now);
+        self.nflog.gc(now, NFLOG_RETENTION);
+        if let Some(f) = &mut self.flap {
+            f.gc(now);
+        }
+        if let Some(c) = &mut self.correlator {
+            c.gc(now);
+        }
+    }
+
+    /// The alert's status at `now` as stored, for tests and the API.
+    pub fn status(&self, fp: crate::alert::Fingerprint, now: Timestamp) -> Option<Status> {
+        self.store.get(fp).map(|a| a.status(now))
+    }
+}

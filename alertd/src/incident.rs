@@ -1,0 +1,249 @@
+//! Incident correlation: alerts of one route group that share a topology label value (the same host,
+//! rack or job) while any of them is active become one incident, notified as one group and updated
+//! as it grows. Each incident names a probable cause, the highest-ranked cause among its alerts.
+//!
+//! Updates back off: after an incident's topology has been notified `n` times within
+//! `backoff_window`, the next notification needs `1 + n / backoff_step` new alerts (not flapping,
+//! begun within `burst_window`). A quiet place notifies on its first alert; a place in an alert storm
+//! only on a burst that stands out from it.
+
+use crate::alert::{Alert, Fingerprint};
+use crate::time::Timestamp;
+use argus_model::{MatchOp, Matcher};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct CorrelationConfig {
+    /// Topology labels: alerts sharing the value of any of them correlate.
+    pub labels: Vec<String>,
+    /// An incident stays open this long after its last alert resolved.
+    pub window: Duration,
+    pub burst_window: Duration,
+    pub backoff_window: Duration,
+    pub backoff_step: u32,
+    /// Causes, most likely root cause first.
+    pub causes: Vec<CauseRule>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CauseRule {
+    pub name: String,
+    pub matchers: Vec<Matcher>,
+}
+
+fn alertname_re(name: &str, re: &str) -> CauseRule {
+    // The patterns below are constants checked by `default_causes_compile`.
+    let m = Matcher::new("alertname", MatchOp::RegexMatch, re).unwrap_or_else(|_| Matcher::eq("alertname", re));
+    CauseRule { name: name.into(), matchers: vec![m] }
+}
+
+/// The built-in cause ranking: node down > NIC/IB link down > GPU Xid/ECC > NCCL timeout > job
+/// stall > utilization anomalies.
+pub fn default_causes() -> Vec<CauseRule> {
+    vec![
+        alertname_re("node_down", "(?i).*(host|node|instance|machine).*(down|unreachable|notready|lost).*"),
+        alertname_re("link_down", "(?i).*(nic|link|ib|infiniband|rdma|network|port).*(down|flap|lost|error).*"),
+        alertname_re("gpu_fault", "(?i).*(xid|ecc|rowremap|gpu.*(lost|fallen|error|fault)).*"),
+        alertname_re("nccl_timeout", "(?i).*nccl.*"),
+        alertname_re("job_stall", "(?i).*(stall|hang|stuck|noprogress|progress).*"),
+        alertname_re("utilization_anomaly", ".+"),
+    ]
+}
+
+impl Default for CorrelationConfig {
+    fn default() -> Self {
+        CorrelationConfig {
+            labels: vec!["rack".into(), "host".into(), "job".into()],
+            window: Duration::from_secs(600),
+            burst_window: Duration::from_secs(180),
+            backoff_window: Duration::from_secs(3600),
+            backoff_step: 2,
+            causes: default_causes(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Incident {
+    pub id: u64,
+    /// The first alert's topology, e.g. `host=node-7`: whose notification history backs off.
+    pub origin: String,
+    topology: BTreeSet<(String, String)>,
+    /// Member alerts and their latest `ends_at`.
+    members: HashMap<Fingerprint, Timestamp>,
+    pub opened_at: Timestamp,
+}
+
+impl Incident {
+    fn open_at(&self, now: Timestamp, window: Duration) -> bool {
+        self.members.values().any(|&end| now < end + window)
+    }
+
+    pub fn size(&self) -> usize {
+        self.members.len()
+    }
+}
+
+#[derive(Debug)]
+pub struct Correlator {
+    pub cfg: CorrelationConfig,
+    next_id: u64,
+    /// Open incidents per route group.
+    incidents: HashMap<String, Vec<Incident>>,
+    /// Notification times per incident origin.
+    sent: HashMap<String, VecDeque<Timestamp>>,
+}
+
+impl Correlator {
+    pub fn new(cfg: CorrelationConfig) -> Self {
+        Correlator { cfg, next_id: 1, incidents: HashMap::new(), sent: HashMap::new() }
+    }
+
+    fn topology(&self, alert: &Alert) -> BTreeSet<(String, String)> {
+        self.cfg.labels.iter().filter_map(|n| alert.labels.get(n).map(|v| (n.clone(), v.to_string()))).collect()
+    }
+
+    /// The incident the alert belongs to within route group `group`, opening one when none of the
+    /// open incidents shares its topology. None for an alert without topology labels.
+    pub fn assign(&mut self, group: &str, alert: &Alert, now: Timestamp) -> Option<u64> {
+        let topo = self.topology(alert);
+        if topo.is_empty() {
+            return None;
+        }
+        let fp = alert.fingerprint();
+        let window = self.cfg.window;
+        let list = self.incidents.entry(group.to_string()).or_default();
+        list.retain(|i| i.open_at(now, window));
+        let found = list
+            .iter()
+            .position(|i| i.members.contains_key(&fp))
+            .or_else(|| list.iter().position(|i| !i.topology.is_disjoint(&topo)));
+        let inc = match found {
+            Some(i) => &mut list[i],
+            None => {
+                let origin = topo.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",");
+                list.push(Incident {
+                    id: self.next_id,
+                    origin,
+                    topology: BTreeSet::new(),
+                    members: HashMap::new(),
+                    opened_at: now,
+                });
+                self.next_id += 1;
+                let last = list.len() - 1;
+                &mut list[last]
+            }
+        };
+        inc.topology.extend(topo);
+        inc.members.insert(fp, alert.ends_at);
+        Some(inc.id)
+    }
+
+    pub fn incident(&self, group: &str, id: u64) -> Option<&Incident> {
+        self.incidents.get(group)?.iter().find(|i| i.id == id)
+    }
+
+    /// Records a notification of an incident from `origin`.
+    pub fn record_sent(&mut self, origin: &str, now: Timestamp) {
+        let window = self.cfg.backoff_window;
+        let q = self.sent.entry(origin.to_string()).or_default();
+        while q.front().is_some_and(|&t| now - t >= window) {
+            q.pop_front();
+        }
+        q.push_back(now);
+    }
+
+    /// How many new alerts the next notification for `origin` needs at `now`.
+    pub fn required_burst(&self, origin: &str, now: Timestamp) -> usize {
+        let recent =
+            self.sent.get(origin).map_or(0, |q| q.iter().filter(|&&t| now - t < self.cfg.backoff_window).count());
+        1 + recent / self.cfg.backoff_step as usize
+    }
+
+    /// The probable cause among `alerts` (firing ones preferred): the first rule, in rank order, that
+    /// some alert matches; ties go to the earliest alert.
+    pub fn probable_cause<'a>(&self, alerts: &'a [Alert], now: Timestamp) -> Option<(&str, &'a Alert)> {
+        let firing: Vec<&Alert> = alerts.iter().filter(|a| !a.resolved_at(now)).collect();
+        let pool: Vec<&Alert> = if firing.is_empty() { alerts.iter().collect() } else { firing };
+        for rule in &self.cfg.causes {
+            let best = pool
+                .iter()
+                .filter(|a| rule.matchers.iter().all(|m| m.matches(a.labels.get(&m.name).unwrap_or(""))))
+                .min_by_key(|a| a.starts_at);
+            if let Some(a) = best {
+                return Some((rule.name.as_str(), a));
+            }
+        }
+        None
+    }
+
+    /// Drops closed incidents and old history.
+    pub fn gc(&mut self, now: Timestamp) {
+        let window = self.cfg.window;
+        self.incidents.retain(|_, list| {
+            list.retain(|i| i.open_at(now, window));
+            !list.is_empty()
+        });
+        let bw = self.cfg.backoff_window;
+        self.sent.retain(|_, q| q.back().is_some_and(|&t| now - t < bw));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use argus_model::Labels;
+
+    fn alert(pairs: &[(&str, &str)], ends: i64) -> Alert {
+        Alert {
+            labels: Labels::from_pairs(pairs.iter().copied()),
+            annotations: Labels::default(),
+            starts_at: Timestamp(0),
+            ends_at: Timestamp(ends),
+            generator_url: String::new(),
+            updated_at: Timestamp(0),
+            timeout: false,
+        }
+    }
+
+    #[test]
+    fn default_causes_compile() {
+        for c in default_causes() {
+            assert_eq!(c.matchers[0].op, MatchOp::RegexMatch, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn shared_topology_joins_and_cause_ranks() {
+        let mut c = Correlator::new(CorrelationConfig::default());
+        let far = 10_000_000;
+        let util = alert(&[("alertname", "GpuUtilLow"), ("host", "a"), ("job", "j1")], far);
+        let nccl = alert(&[("alertname", "NcclTimeout"), ("host", "b"), ("job", "j1")], far);
+        let down = alert(&[("alertname", "HostDown"), ("host", "b")], far);
+        let other = alert(&[("alertname", "HostDown"), ("host", "c")], far);
+        let i1 = c.assign("g", &util, Timestamp(0));
+        assert_eq!(c.assign("g", &nccl, Timestamp(1)), i1, "same job");
+        assert_eq!(c.assign("g", &down, Timestamp(2)), i1, "same host as a member");
+        assert_ne!(c.assign("g", &other, Timestamp(3)), i1);
+        assert_eq!(c.assign("g", &alert(&[("alertname", "X")], far), Timestamp(3)), None);
+        let all = [util, nccl, down];
+        let (cause, a) = c.probable_cause(&all, Timestamp(5)).unwrap();
+        assert_eq!((cause, a.labels.get("alertname")), ("node_down", Some("HostDown")));
+    }
+
+    #[test]
+    fn closed_incident_is_not_rejoined_and_backoff_grows() {
+        let mut c = Correlator::new(CorrelationConfig::default());
+        let a = alert(&[("alertname", "X"), ("host", "a")], 1000);
+        let i1 = c.assign("g", &a, Timestamp(0));
+        // Resolved at 1 s; the window is 10 minutes.
+        assert_eq!(c.assign("g", &a, Timestamp(500_000)), i1);
+        assert_ne!(c.assign("g", &alert(&[("alertname", "X"), ("host", "a")], 9_999_999), Timestamp(700_000)), i1);
+        assert_eq!(c.required_burst("host=a", Timestamp(0)), 1);
+        c.record_sent("host=a", Timestamp(0));
+        c.record_sent("host=a", Timestamp(1000));
+        assert_eq!(c.required_burst("host=a", Timestamp(2000)), 2);
+        assert_eq!(c.required_burst("host=a", Timestamp(3_601_000)), 1);
+    }
+}

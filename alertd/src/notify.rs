@@ -1,0 +1,126 @@
+//! The notification pipeline: a chain of `Stage`s each group flush runs through, per receiver
+//! integration, in Alertmanager's order — inhibit, time active, time mute, silence, dedup — then
+//! alertd's hold (flapping, incident backoff), send, and the notification log.
+
+mod dedup;
+mod hold;
+mod mute;
+mod send;
+
+pub use dedup::DedupStage;
+pub use hold::HoldStage;
+pub use mute::{MuteStage, TimeActiveStage, TimeMuteStage};
+pub use send::{SendStage, SetNotifiesStage};
+
+use crate::alert::Alert;
+use crate::flap::FlapDetector;
+use crate::incident::{Correlator, Incident};
+use crate::receiver::{Receiver, WebhookConfig};
+use crate::route::RouteOpts;
+use crate::time::Timestamp;
+use crate::timeinterval::TimeInterval;
+use crate::webhook::Message;
+use argus_model::Labels;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Everything a stage may read about one flush for one receiver integration. Read-only, except
+/// `sent`, which the send stage sets.
+pub struct Ctx<'a> {
+    pub now: Timestamp,
+    pub receiver: &'a Receiver,
+    pub webhook: &'a WebhookConfig,
+    /// The notification log's name for this integration, e.g. `team/webhook/0`.
+    pub recipient: String,
+    pub group_key: &'a str,
+    pub group_labels: &'a Labels,
+    pub opts: &'a RouteOpts,
+    pub time_intervals: &'a BTreeMap<String, Vec<TimeInterval>>,
+    pub external_url: &'a str,
+    pub flap: Option<&'a FlapDetector>,
+    pub incident: Option<(&'a Correlator, &'a Incident)>,
+    pub sent: Cell<bool>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    #[error("receiver {receiver}: {reason}")]
+    Delivery { receiver: String, reason: String },
+}
+
+impl NotifyError {
+    /// Whether trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, NotifyError::Delivery { .. })
+    }
+}
+
+/// One step of the pipeline. Returns the alerts to pass on; none ends this run.
+pub trait Stage: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn exec(&self, ctx: &Ctx, alerts: Vec<Alert>) -> Result<Vec<Alert>, NotifyError>;
+}
+
+/// A stage chain.
+pub struct Pipeline {
+    pub stages: Vec<Box<dyn Stage>>,
+}
+
+impl Pipeline {
+    /// Runs the stages in order until one passes nothing on. True when a notification was sent.
+    pub fn exec(&self, ctx: &Ctx, mut alerts: Vec<Alert>) -> Result<bool, NotifyError> {
+        for s in &self.stages {
+            alerts = s.exec(ctx, alerts)?;
+            if alerts.is_empty() {
+                tracing::trace!(stage = s.name(), group = ctx.group_key, "Pipeline stopped");
+                break;
+            }
+        }
+        Ok(ctx.sent.get())
+    }
+}
+
+/// One notification as sent to one integration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    pub at: Timestamp,
+    pub receiver: String,
+    pub url: String,
+    pub message: Message,
+}
+
+/// Where the send stage hands notifications: an HTTP client, a channel, or a recorder.
+pub trait Notifier: Send + Sync {
+    fn notify(&self, n: Notification) -> Result<(), NotifyError>;
+}
+
+/// Keeps every notification, for replay and tests.
+#[derive(Default)]
+pub struct Recorder {
+    sent: Mutex<Vec<Notification>>,
+}
+
+impl Recorder {
+    /// Takes the notifications recorded so far.
+    pub fn take(&self) -> Vec<Notification> {
+        std::mem::take(&mut *self.sent.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Notifier for Recorder {
+    fn notify(&self, n: Notification) -> Result<(), NotifyError> {
+        self.sent.lock().unwrap_or_else(|e| e.into_inner()).push(n);
+        Ok(())
+    }
+}
+
+/// Hands notifications to a channel (the runner's delivery side, and timeline tests).
+pub struct ChannelNotifier(pub tokio::sync::mpsc::UnboundedSender<Notification>);
+
+impl Notifier for ChannelNotifier {
+    fn notify(&self, n: Notification) -> Result<(), NotifyError> {
+        let receiver = n.receiver.clone();
+        self.0.send(n).map_err(|_| NotifyError::Delivery { receiver, reason: "delivery channel closed".into() })
+    }
+}

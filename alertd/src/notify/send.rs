@@ -1,0 +1,86 @@
+//! SendStage builds the webhook message and hands it to the notifier (Alertmanager's RetryStage,
+//! without retries so far); SetNotifiesStage records what was notified in the notification log.
+
+use super::dedup::split;
+use super::{Ctx, Notification, Notifier, NotifyError, Stage};
+use crate::alert::Alert;
+use crate::nflog::{Entry, NotificationLog};
+use crate::webhook::{self, Extras, IncidentInfo};
+use std::sync::Arc;
+
+pub struct SendStage {
+    pub notifier: Arc<dyn Notifier>,
+}
+
+impl Stage for SendStage {
+    fn name(&self) -> &'static str {
+        "send"
+    }
+
+    fn exec(&self, ctx: &Ctx, alerts: Vec<Alert>) -> Result<Vec<Alert>, NotifyError> {
+        // As Alertmanager: without send_resolved, resolved alerts are left out, and a message that
+        // would be empty is not sent (the log is still written, so the receiver is not told again).
+        let sent: Vec<Alert> = if ctx.webhook.send_resolved {
+            alerts.clone()
+        } else {
+            alerts.iter().filter(|a| !a.resolved_at(ctx.now)).cloned().collect()
+        };
+        if sent.is_empty() {
+            return Ok(alerts);
+        }
+        let mut extras = Extras::default();
+        if let Some((c, inc)) = ctx.incident
+            && let Some((cause, a)) = c.probable_cause(&sent, ctx.now)
+        {
+            extras.incident = Some(IncidentInfo {
+                id: inc.id,
+                probable_cause: cause.to_string(),
+                cause_alert: a.fingerprint().to_string(),
+                alerts: inc.size(),
+                opened_at: inc.opened_at,
+            });
+        }
+        if let Some(f) = ctx.flap {
+            for a in &sent {
+                if let Some(n) = f.flapping(a.fingerprint(), ctx.now) {
+                    extras.flapping.insert(a.fingerprint().to_string(), n);
+                }
+            }
+        }
+        let has_extras = extras.incident.is_some() || !extras.flapping.is_empty();
+        let message = webhook::message(webhook::Input {
+            receiver: &ctx.receiver.name,
+            group_key: ctx.group_key,
+            group_labels: ctx.group_labels,
+            external_url: ctx.external_url,
+            alerts: &sent,
+            max_alerts: ctx.webhook.max_alerts,
+            now: ctx.now,
+            extras: has_extras.then_some(extras),
+        });
+        self.notifier.notify(Notification {
+            at: ctx.now,
+            receiver: ctx.receiver.name.clone(),
+            url: ctx.webhook.url.clone(),
+            message,
+        })?;
+        ctx.sent.set(true);
+        Ok(alerts)
+    }
+}
+
+pub struct SetNotifiesStage {
+    pub nflog: Arc<dyn NotificationLog>,
+}
+
+impl Stage for SetNotifiesStage {
+    fn name(&self) -> &'static str {
+        "set_notifies"
+    }
+
+    fn exec(&self, ctx: &Ctx, alerts: Vec<Alert>) -> Result<Vec<Alert>, NotifyError> {
+        let (firing, resolved) = split(ctx, &alerts);
+        self.nflog.log(ctx.group_key, &ctx.recipient, Entry { firing, resolved, timestamp: ctx.now });
+        Ok(alerts)
+    }
+}

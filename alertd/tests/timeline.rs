@@ -1,0 +1,208 @@
+//! Timeline tests in Alertmanager's acceptance style, on paused tokio time: alerts pushed at `t`,
+//! notifications expected at exact offsets (Alertmanager's acceptance tests allow a window; paused
+//! time makes the window a point).
+
+#[path = "timeline/harness.rs"]
+mod harness;
+
+use argus_alertd::silence::{Silence, Silences};
+use argus_model::Matcher;
+use expect_test::expect;
+use harness::{T0, Timeline, alert, secs};
+
+const BASE: &str = r#"
+global: {resolve_timeout: 5m}
+route:
+  receiver: team
+  group_by: [alertname]
+  group_wait: 30s
+  group_interval: 5m
+  repeat_interval: 1h
+receivers:
+  - name: team
+    webhook_configs: [{url: 'http://localhost:5001/', send_resolved: true}]
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn group_wait_collects_alerts_of_the_first_30s() {
+    let got = Timeline::new(BASE)
+        .push(secs(0), vec![alert(&[("alertname", "A"), ("host", "h1")], None)])
+        .push(secs(10), vec![alert(&[("alertname", "A"), ("host", "h2")], None)])
+        .push(secs(10), vec![alert(&[("alertname", "B"), ("host", "h1")], None)])
+        .run(secs(60))
+        .await;
+    expect![[r#"
+        30s team Firing [A@h1 A@h2]
+        40s team Firing [B@h1]"#]]
+    .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_interval_batches_later_alerts() {
+    let a1 = alert(&[("alertname", "A"), ("host", "h1")], None);
+    let a2 = alert(&[("alertname", "A"), ("host", "h2")], None);
+    let got = Timeline::new(BASE)
+        .push(secs(0), vec![a1.clone()])
+        .push(secs(60), vec![a1.clone(), a2.clone()])
+        .push(secs(120), vec![a1.clone(), a2.clone()])
+        .push(secs(240), vec![a1, a2])
+        .run(secs(400))
+        .await;
+    // The second alert waits for the group's next tick (30s + 5m), not its own group_wait.
+    expect![[r#"
+        30s team Firing [A@h1]
+        5m30s team Firing [A@h1 A@h2]"#]]
+    .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
+async fn repeat_interval_resends_unchanged_groups() {
+    let a = alert(&[("alertname", "A")], None);
+    let mut t = Timeline::new(BASE);
+    // Re-sent every minute, as Prometheus does, so it never times out.
+    for m in 0..130 {
+        t = t.push(secs(m * 60), vec![a.clone()]);
+    }
+    let got = t.run(secs(130 * 60)).await;
+    // Flushes run every 5m from 30s; a repeat needs the last send to be more than 1h old.
+    expect![[r#"
+        30s team Firing [A]
+        1h05m30s team Firing [A]"#]]
+    .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
+async fn resolve_by_endsat_and_by_timeout() {
+    let got = Timeline::new(BASE)
+        .push(secs(0), vec![alert(&[("alertname", "A")], None)])
+        .push(secs(0), vec![alert(&[("alertname", "B")], None)])
+        .push(secs(60), vec![alert(&[("alertname", "B")], Some(60))])
+        .run(secs(900))
+        .await;
+    // B resolved explicitly at 1m; A times out 5m (resolve_timeout) after its last update.
+    expect![[r#"
+        30s team Firing [A]
+        30s team Firing [B]
+        5m30s team Resolved [A(resolved)]
+        5m30s team Resolved [B(resolved)]"#]]
+    .assert_eq(&got);
+}
+
+const INHIBIT: &str = r#"
+route:
+  receiver: team
+  group_by: ['...']
+  group_wait: 30s
+  group_interval: 1m
+receivers: [{name: team, webhook_configs: [{url: 'http://localhost:5001/'}]}]
+inhibit_rules:
+  - source_matchers: ['severity="critical"']
+    target_matchers: ['severity=~"warning|critical"']
+    equal: [host]
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn inhibition_needs_a_firing_source_with_equal_labels() {
+    let crit = alert(&[("alertname", "Down"), ("severity", "critical"), ("host", "h1")], Some(200));
+    let got = Timeline::new(INHIBIT)
+        .push(secs(0), vec![crit])
+        .push(secs(0), vec![alert(&[("alertname", "Slow"), ("severity", "warning"), ("host", "h1")], None)])
+        .push(secs(0), vec![alert(&[("alertname", "Slow"), ("severity", "warning"), ("host", "h2")], None)])
+        .run(secs(400))
+        .await;
+    // The critical alert matches both sides of the rule and is not muted by itself. Slow@h1 is
+    // muted until Down@h1 resolves at 200s, then notified at its group's next tick; both Slow
+    // alerts time out (resolve_timeout 5m) and are sent resolved.
+    expect![[r#"
+        30s team Firing [Down@h1]
+        30s team Firing [Slow@h2]
+        3m30s team Resolved [Down@h1(resolved)]
+        3m30s team Firing [Slow@h1]
+        5m30s team Resolved [Slow@h1(resolved)]
+        5m30s team Resolved [Slow@h2(resolved)]"#]]
+    .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
+async fn silence_mutes_while_active() {
+    let t = Timeline::new(INHIBIT);
+    t.silences.set(Silence {
+        id: "s1".into(),
+        matchers: vec![Matcher::eq("host", "h1")],
+        starts_at: T0,
+        ends_at: T0 + secs(150),
+        created_by: "test".into(),
+        comment: "maintenance".into(),
+    });
+    let got = t
+        .push(secs(0), vec![alert(&[("alertname", "Slow"), ("host", "h1")], None)])
+        .push(secs(0), vec![alert(&[("alertname", "Slow"), ("host", "h2")], None)])
+        .run(secs(300))
+        .await;
+    expect![[r#"
+        30s team Firing [Slow@h2]
+        2m30s team Firing [Slow@h1]"#]]
+    .assert_eq(&got);
+}
+
+const FLAP: &str = r#"
+route:
+  receiver: team
+  group_by: [alertname]
+  group_wait: 30s
+  group_interval: 1m
+receivers: [{name: team, webhook_configs: [{url: 'http://localhost:5001/', send_resolved: false}]}]
+argus:
+  flap: {window: 10m, threshold: 3, settle: 10m}
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn flapping_alert_is_held_until_it_settles() {
+    let mut t = Timeline::new(FLAP);
+    // Fires at 0, 2m, 4m, 6m; resolves at 1m, 3m, 5m; then stays firing (re-sent each minute).
+    for m in 0..7u64 {
+        let labels = [("alertname", "Flappy")];
+        t = t.push(secs(m * 60), vec![alert(&labels, if m % 2 == 1 { Some(m * 60) } else { None })]);
+    }
+    for m in 7..30u64 {
+        t = t.push(secs(m * 60), vec![alert(&[("alertname", "Flappy")], None)]);
+    }
+    let got = t.run(secs(30 * 60)).await;
+    // First firing notifies; the third change (2m) makes it flapping, so the refirings at 2m, 4m and
+    // 6m notify no one; 10 minutes after its last change (6m) it has settled and is notified again.
+    expect![[r#"
+        30s team Firing [Flappy]
+        16m30s team Firing [Flappy]"#]]
+    .assert_eq(&got);
+}
+
+const CORRELATE: &str = r#"
+route:
+  receiver: team
+  group_by: [cluster]
+  group_wait: 30s
+  group_interval: 1m
+receivers: [{name: team, webhook_configs: [{url: 'http://localhost:5001/', send_resolved: false}]}]
+argus:
+  correlation: {labels: [host, job], window: 10m, burst_window: 3m, backoff_window: 1h, backoff_step: 1}
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn correlated_alerts_become_one_incident_with_a_cause() {
+    let c = ("cluster", "c1");
+    let got = Timeline::new(CORRELATE)
+        .push(secs(0), vec![alert(&[c, ("alertname", "GpuUtilLow"), ("host", "h1"), ("job", "train-7")], None)])
+        .push(secs(10), vec![alert(&[c, ("alertname", "NcclTimeout"), ("host", "h2"), ("job", "train-7")], None)])
+        .push(secs(20), vec![alert(&[c, ("alertname", "GpuUtilLow"), ("host", "h9")], None)])
+        .push(secs(80), vec![alert(&[c, ("alertname", "HostDown"), ("host", "h2")], None)])
+        .push(secs(85), vec![alert(&[c, ("alertname", "XidError"), ("host", "h2")], None)])
+        .run(secs(300))
+        .await;
+    // One incident for the job (h1, h2) and one for h9. HostDown joins through h2 and becomes the
+    // cause; with backoff_step 1, the update after one notification needs two new alerts.
+    expect![[r#"
+        30s team Firing [GpuUtilLow@h1 NcclTimeout@h2] incident=1 cause=nccl_timeout
+        50s team Firing [GpuUtilLow@h9] incident=2 cause=utilization_anomaly
+        1m30s team Firing [HostDown@h2 XidError@h2 GpuUtilLow@h1 NcclTimeout@h2] incident=1 cause=node_down"#]]
+    .assert_eq(&got);
+}

@@ -1,0 +1,104 @@
+//! Alertmanager-acceptance-style timelines on paused tokio time: push alerts at offsets from the
+//! start, run the engine with the tokio runner, and read back when each notification went out.
+
+use argus_alertd::clock::TokioClock;
+use argus_alertd::nflog::MemLog;
+use argus_alertd::notify::{ChannelNotifier, Notification};
+use argus_alertd::silence::MemSilences;
+use argus_alertd::{Engine, PostableAlert, Timestamp, config};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub const T0: Timestamp = Timestamp(1_600_000_000_000);
+
+pub fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// An alert posted with these labels; `ends` (seconds from T0) resolves it explicitly.
+pub fn alert(labels: &[(&str, &str)], ends: Option<u64>) -> PostableAlert {
+    PostableAlert {
+        labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+        annotations: BTreeMap::new(),
+        starts_at: None,
+        ends_at: ends.map(|s| T0 + secs(s)),
+        generator_url: String::new(),
+    }
+}
+
+pub struct Timeline {
+    pub config: String,
+    pub silences: Arc<MemSilences>,
+    pushes: Vec<(Duration, Vec<PostableAlert>)>,
+}
+
+impl Timeline {
+    pub fn new(config: &str) -> Self {
+        Timeline { config: config.to_string(), silences: Arc::new(MemSilences::default()), pushes: Vec::new() }
+    }
+
+    /// Posts `alerts` at `at` after the start.
+    pub fn push(mut self, at: Duration, alerts: Vec<PostableAlert>) -> Self {
+        self.pushes.push((at, alerts));
+        self
+    }
+
+    /// Runs until `until`, returning one line per notification: `offset receiver status alerts`.
+    pub async fn run(self, until: Duration) -> String {
+        let cfg = config::parse(&self.config, "test.yml").unwrap();
+        let (ntx, mut nrx) = mpsc::unbounded_channel();
+        let engine =
+            Engine::new(cfg, self.silences.clone(), Arc::new(MemLog::default()), Arc::new(ChannelNotifier(ntx)));
+        let clock = TokioClock::starting_at(T0);
+        let (atx, arx) = mpsc::channel(16);
+        let runner = tokio::spawn(argus_alertd::runner::run(engine, clock.clone(), arx));
+        for (at, alerts) in self.pushes {
+            tokio::time::sleep_until(clock.instant_at(T0 + at)).await;
+            atx.send(alerts).await.unwrap();
+        }
+        tokio::time::sleep_until(clock.instant_at(T0 + until)).await;
+        drop(atx);
+        runner.await.unwrap();
+        let mut out = Vec::new();
+        while let Ok(n) = nrx.try_recv() {
+            out.push(render(&n));
+        }
+        out.join("\n")
+    }
+}
+
+fn render(n: &Notification) -> String {
+    let m = &n.message;
+    let alerts: Vec<String> = m
+        .alerts
+        .iter()
+        .map(|a| {
+            let name = a.labels.get("alertname").cloned().unwrap_or_default();
+            let host = a.labels.get("host").map(|h| format!("@{h}")).unwrap_or_default();
+            let st = if a.status == argus_alertd::alert::Status::Firing { "" } else { "(resolved)" };
+            format!("{name}{host}{st}")
+        })
+        .collect();
+    let mut line = format!("{} {} {:?} [{}]", offset(n.at), n.receiver, m.status, alerts.join(" "));
+    if let Some(x) = &m.argus {
+        if let Some(i) = &x.incident {
+            line.push_str(&format!(" incident={} cause={}", i.id, i.probable_cause));
+        }
+        if !x.flapping.is_empty() {
+            line.push_str(&format!(" flapping={:?}", x.flapping.values().collect::<Vec<_>>()));
+        }
+    }
+    line
+}
+
+fn offset(t: Timestamp) -> String {
+    let s = (t.0 - T0.0) / 1000;
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, _) => format!("{m}m{s:02}s"),
+        _ => format!("{h}h{m:02}m{s:02}s"),
+    }
+}
