@@ -8,7 +8,7 @@
 mod body;
 mod envelope;
 mod ingest;
-mod json;
+pub(crate) mod json;
 mod params;
 mod query;
 mod status;

@@ -390,17 +390,12 @@ fn parse_go_float(s: &str) -> Option<f64> {
     }
 }
 
-/// A value as Go's `strconv.FormatFloat(v, 'f', -1, 64)` writes it (the label `count_values` sets).
+/// A value as Prometheus writes it (Go's `strconv.FormatFloat(v, 'f', -1, 64)`): the label
+/// `count_values` sets, spelled as the value appears in query answers.
 pub fn format_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        format!("{v}")
-    }
+    let mut out = String::new();
+    crate::http::json::format_value(v, &mut out);
+    out
 }
 
 /// A calendar part of a Unix time in seconds (UTC).
