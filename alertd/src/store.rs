@@ -36,11 +36,7 @@ impl AlertStore {
         let before = old.map(|o| (o.status(now), o.ends_at));
         let after = merged.status(now);
         match before {
-            None => {
-                if after == Status::Firing {
-                    changes.push((now, Status::Firing));
-                }
-            }
+            None if after == Status::Firing => changes.push((now, Status::Firing)),
             Some((Status::Firing, _)) if after == Status::Resolved => changes.push((now, Status::Resolved)),
             Some((Status::Resolved, ended)) if after == Status::Firing => {
                 // It had resolved (possibly by timeout, unobserved) and fires again.

@@ -82,7 +82,7 @@ fn bad_input_names_line_and_field() {
         &format!("route:\n  receiver: r\n  group_by: ['...', host]\n{r}"),
         expect!["alertd.yml:3: route.group_by: '...' must be the only element"],
     );
-    check(&format!("{r}"), expect!["alertd.yml: route: missing: the root route is required"]);
+    check(r, expect!["alertd.yml: route: missing: the root route is required"]);
     check(
         &format!("route:\n  receiver: r\n{r}argus:\n  flap:\n    threshold: 1\n"),
         expect!["alertd.yml:8: argus.flap.threshold: must be at least 2 state changes"],
