@@ -30,13 +30,22 @@ impl Stage for HoldStage {
             return Ok(alerts);
         }
         let burst_start = ctx.incident.map(|(c, _)| ctx.now - c.cfg.burst_window);
-        let new = alerts
-            .iter()
-            .filter(|a| !a.resolved_at(ctx.now))
-            .filter(|a| entry.as_ref().is_none_or(|e| !e.firing.contains(&a.fingerprint())))
-            .filter(|a| ctx.flap.is_none_or(|f| f.flapping(a.fingerprint(), ctx.now).is_none()))
-            .filter(|a| burst_start.is_none_or(|s| a.starts_at >= s))
-            .count();
+        let (mut steady, mut flapping) = (0, 0);
+        for a in &alerts {
+            let fresh = !a.resolved_at(ctx.now)
+                && entry.as_ref().is_none_or(|e| !e.firing.contains(&a.fingerprint()))
+                && burst_start.is_none_or(|s| a.starts_at >= s);
+            if !fresh {
+                continue;
+            }
+            match ctx.flap.and_then(|f| f.flapping(a.fingerprint(), ctx.now)) {
+                Some(_) => flapping += 1,
+                None => steady += 1,
+            }
+        }
+        // Flapping alerts never notify on their own, but those that begin together with steady
+        // ones are part of the burst: an alert storm shows as many alerts beginning at once.
+        let new = if steady > 0 { steady + flapping } else { 0 };
         let need = ctx.incident.map_or(1, |(c, i)| c.required_burst(&i.origin, ctx.now));
         if new >= need {
             Ok(alerts)
