@@ -224,6 +224,9 @@ fn every_read_endpoint_reads_a_form_body_and_errors_keep_the_envelope() {
     let only_b = enc(r#"{host="b"}"#);
 
     // Label values read the form body (they used to ignore it).
+    let b_util = enc(r#"{__name__="gpu_util",host="b"}"#);
+    let r = srv.post("/api/v1/label/host/values", &FORM, format!("match%5B%5D={b_util}"));
+    assert_eq!(strings(&data(&r)), ["b"]);
     let r = srv.post("/api/v1/label/__name__/values", &FORM, format!("match%5B%5D={only_b}&limit=1"));
     assert_eq!(strings(&data(&r)), ["gpu_energy_joules_total"]);
     assert_eq!(r.json()["warnings"], json!(["results truncated due to limit"]));

@@ -20,7 +20,7 @@ mod cgroup;
 mod dcgm;
 pub mod fake;
 mod kmsg;
-mod nvml;
+pub mod nvml;
 
 pub use backend::{BackendError, Device, GpuBackend, XidEvent};
 

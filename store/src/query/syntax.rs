@@ -88,7 +88,7 @@ fn lex_error_offset(q: &str, msg: &str) -> usize {
 /// Whether some query starts with `prefix`, judged by generic completions.
 fn continuable(prefix: &str, open: &[char]) -> bool {
     let closers: String = open.iter().rev().collect();
-    ["", " x", " 1", " 1m", " (x)", " \"\"", " x=\"\""].iter().any(|operand| {
+    ["", " x", " 1", " 1m", " (x)", " \"\"", "=\"\"", " x=\"\""].iter().any(|operand| {
         ["", " (x)", " x"].iter().any(|tail| parse(&format!("{prefix}{operand}{closers}{tail}")).is_ok())
     })
 }
@@ -114,6 +114,7 @@ mod tests {
         assert!(check("1 +").starts_with("1:4: "), "{}", check("1 +"));
         assert!(check("sum by (a b) (x)").starts_with("1:11: "), "{}", check("sum by (a b) (x)"));
         assert!(check("x{a=1}").starts_with("1:5: "), "{}", check("x{a=1}"));
+        assert!(check("x{a=}").starts_with("1:5: "), "{}", check("x{a=}"));
         assert!(check("up)").starts_with("1:3: "), "{}", check("up)"));
         assert!(check("x $ 1").starts_with("1:3: "), "{}", check("x $ 1"));
         assert_eq!(check("foo(x)"), "1:1: parse error: unknown function with name 'foo'");
