@@ -5,7 +5,7 @@
 mod reader;
 mod writer;
 
-pub use reader::Block;
+pub use reader::{Block, Scratch};
 pub use writer::{BlockWriter, Lineage, write_block};
 
 use serde::{Deserialize, Serialize};

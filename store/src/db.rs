@@ -9,18 +9,19 @@ mod append;
 mod commit;
 mod flush;
 mod options;
+mod read;
 
 pub use append::{WriteError, WriteStats};
 pub use options::Options;
 
 use crate::block::{Block, BlockError};
-use crate::head::{Head, SeriesSamples};
+use crate::head::Head;
 use crate::metrics::Metrics;
 use crate::wal::{Record, Wal, WalError};
 use argus_model::{Event, Labels, Matcher, Sample};
 use commit::Committer;
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,6 +38,8 @@ pub enum DbError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("the store is shutting down")]
     Closed,
+    #[error("a thread reading the store panicked")]
+    ReaderPanicked,
     #[error("data directory {0} is in use by another Argus process")]
     Locked(PathBuf),
 }
@@ -135,34 +138,6 @@ impl Db {
 
     pub fn metrics(&self) -> &Metrics {
         &self.shared.metrics
-    }
-
-    /// Series selected by the matchers with their samples in [mint, maxt], sorted by labels.
-    pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<Series>, DbError> {
-        let blocks: Vec<Arc<Block>> =
-            self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect();
-        // Sources oldest first; each later one overrides equal timestamps.
-        let mut parts: Vec<Vec<SeriesSamples>> = Vec::with_capacity(blocks.len() + 2);
-        for b in &blocks {
-            parts.push(b.select(matchers, mint, maxt)?);
-        }
-        {
-            let head = self.shared.head.read();
-            if let Some(f) = &head.frozen {
-                parts.push(
-                    f.series
-                        .iter()
-                        .filter(|(l, _)| matches(matchers, l))
-                        .filter_map(|(l, s)| {
-                            let v = crate::head::in_range(s, mint, maxt);
-                            (!v.is_empty()).then(|| (l.clone(), v.to_vec()))
-                        })
-                        .collect(),
-                );
-            }
-            parts.push(head.select(matchers, mint, maxt));
-        }
-        Ok(merge_sources(parts))
     }
 
     /// Label sets of the series selected by the matchers with samples in [mint, maxt], sorted.
@@ -294,52 +269,40 @@ pub(crate) fn matches(matchers: &[Matcher], labels: &Labels) -> bool {
     matchers.iter().all(|m| m.matches(labels.get(&m.name).unwrap_or("")))
 }
 
-/// Merges per-source results (oldest source first) into one series list sorted by labels.
-fn merge_sources(parts: Vec<Vec<SeriesSamples>>) -> Vec<Series> {
-    let mut by_labels: HashMap<Arc<Labels>, Vec<Vec<Sample>>> = HashMap::new();
-    for part in parts {
-        for (l, s) in part {
-            by_labels.entry(l).or_default().push(s);
-        }
+/// Merges sorted sample lists, oldest list first; at equal timestamps the latest list wins.
+pub(crate) fn merge_samples(lists: Vec<Vec<Sample>>) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for l in lists {
+        merge_into(&mut out, &l);
     }
-    let mut out: Vec<Series> = by_labels
-        .into_iter()
-        .map(|(labels, mut lists)| {
-            let samples = if lists.len() == 1 { lists.pop().unwrap_or_default() } else { merge_samples(lists) };
-            Series { labels, samples }
-        })
-        .collect();
-    out.sort_by(|a, b| a.labels.cmp(&b.labels));
     out
 }
 
-/// Merges sorted sample lists, oldest list first; at equal timestamps the latest list wins.
-pub(crate) fn merge_samples(mut lists: Vec<Vec<Sample>>) -> Vec<Sample> {
-    // The common case: blocks of consecutive time ranges. Then the lists only need joining in time order.
-    lists.retain(|l| !l.is_empty());
-    let mut order: Vec<usize> = (0..lists.len()).collect();
-    order.sort_by_key(|&i| lists[i][0].t);
-    if order.windows(2).all(|w| lists[w[0]][lists[w[0]].len() - 1].t < lists[w[1]][0].t) {
-        let mut out = Vec::with_capacity(lists.iter().map(Vec::len).sum());
-        for i in order {
-            out.extend_from_slice(&lists[i]);
-        }
-        return out;
+/// Merges the sorted `newer` into the sorted `out`; at equal timestamps `newer` wins. Sources of
+/// consecutive time ranges, the common case, are only appended.
+pub(crate) fn merge_into(out: &mut Vec<Sample>, newer: &[Sample]) {
+    let Some(first) = newer.first() else { return };
+    if out.last().is_none_or(|l| l.t < first.t) {
+        out.extend_from_slice(newer);
+        return;
     }
-    let mut all: Vec<(Sample, usize)> = Vec::with_capacity(lists.iter().map(Vec::len).sum());
-    for (prio, l) in lists.into_iter().enumerate() {
-        all.extend(l.into_iter().map(|s| (s, prio)));
-    }
-    // Stable sort by time then priority; keep the last of each timestamp.
-    all.sort_by(|a, b| a.0.t.cmp(&b.0.t).then(a.1.cmp(&b.1)));
-    let mut out: Vec<Sample> = Vec::with_capacity(all.len());
-    for (s, _) in all {
-        match out.last_mut() {
-            Some(last) if last.t == s.t => *last = s,
-            _ => out.push(s),
+    let old = std::mem::take(out);
+    out.reserve(old.len() + newer.len());
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() && j < newer.len() {
+        if old[i].t < newer[j].t {
+            out.push(old[i]);
+            i += 1;
+        } else {
+            if old[i].t == newer[j].t {
+                i += 1;
+            }
+            out.push(newer[j]);
+            j += 1;
         }
     }
-    out
+    out.extend_from_slice(&old[i..]);
+    out.extend_from_slice(&newer[j..]);
 }
 
 /// Opens every block; removes half-written (`.tmp`) ones and sources of an interrupted compaction.

@@ -12,8 +12,13 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Below this many chunks to decode, a read stays on its own thread: threads cost more than they save.
-pub(super) const PARALLEL_CHUNKS: usize = 64;
+/// Decoding buffers reused from one series to the next by a reader.
+#[derive(Default)]
+pub struct Scratch {
+    buf: Vec<u8>,
+    ts: Vec<i64>,
+    vals: Vec<f64>,
+}
 
 pub struct Block {
     pub dir: PathBuf,
@@ -56,66 +61,62 @@ impl Block {
         self.meta.min_time <= maxt && self.meta.max_time >= mint
     }
 
-    /// Series selected by the matchers with their samples in [mint, maxt].
-    ///
-    /// Decoding dominates large reads, so when there are many chunks to decode the series are split
-    /// among threads (one per core, up to 8).
+    /// Series selected by the matchers with their samples in [mint, maxt], in index order.
     pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, BlockError> {
-        let ids = self.postings.select(matchers);
-        let chunks: usize = ids
-            .iter()
-            .map(|&id| self.series[id as usize].1.iter().filter(|c| c.min_time <= maxt && c.max_time >= mint).count())
-            .sum();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-        if threads < 2 || chunks < PARALLEL_CHUNKS {
-            return self.select_ids(&ids, mint, maxt);
-        }
-        let per = ids.len().div_ceil(threads);
-        let parts: Vec<Result<Vec<SeriesSamples>, BlockError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> =
-                ids.chunks(per).map(|part| scope.spawn(move || self.select_ids(part, mint, maxt))).collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(corrupt(&self.dir, "a decoding thread panicked".into()))))
-                .collect()
-        });
-        let mut out = Vec::with_capacity(ids.len());
-        for p in parts {
-            out.extend(p?);
+        let mut scratch = Scratch::default();
+        let mut out = Vec::new();
+        for (id, _) in self.lookup(matchers, mint, maxt) {
+            let mut samples = Vec::new();
+            self.read(id, mint, maxt, &mut scratch, &mut samples)?;
+            if !samples.is_empty() {
+                out.push((self.series[id as usize].0.clone(), samples));
+            }
         }
         Ok(out)
     }
 
-    pub(super) fn select_ids(&self, ids: &[u32], mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, BlockError> {
-        let mut out = Vec::new();
-        let (mut ts, mut vals, mut buf) = (Vec::new(), Vec::new(), Vec::new());
-        for &id in ids {
-            let (labels, chunks) = &self.series[id as usize];
-            // Decode every overlapping chunk first, so the samples are built once at their final size.
-            ts.clear();
-            vals.clear();
-            for c in chunks.iter().filter(|c| c.min_time <= maxt && c.max_time >= mint) {
-                self.read_chunk(c, &mut buf, &mut ts, &mut vals)?;
-            }
-            let (a, b) = (ts.partition_point(|t| *t < mint), ts.partition_point(|t| *t <= maxt));
-            let samples: Vec<Sample> =
-                ts[a..b.max(a)].iter().zip(&vals[a..b.max(a)]).map(|(t, v)| Sample::new(*t, *v)).collect();
-            if !samples.is_empty() {
-                out.push((labels.clone(), samples));
-            }
+    /// Ids of the series selected by the matchers that have chunks overlapping [mint, maxt], each
+    /// with the number of such chunks (what reading it costs).
+    pub fn lookup(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<(u32, usize)> {
+        self.postings
+            .select(matchers)
+            .into_iter()
+            .filter_map(|id| {
+                let n = self.series[id as usize].1.iter().filter(|c| c.min_time <= maxt && c.max_time >= mint).count();
+                (n > 0).then_some((id, n))
+            })
+            .collect()
+    }
+
+    /// The labels of series `id` (an id from [`Block::lookup`]).
+    pub fn labels(&self, id: u32) -> &Arc<Labels> {
+        &self.series[id as usize].0
+    }
+
+    /// Appends the samples of series `id` in [mint, maxt] to `out`, decoding each overlapping chunk
+    /// once through `scratch`'s buffers.
+    pub fn read(
+        &self,
+        id: u32,
+        mint: i64,
+        maxt: i64,
+        scratch: &mut Scratch,
+        out: &mut Vec<Sample>,
+    ) -> Result<(), BlockError> {
+        let Scratch { buf, ts, vals } = scratch;
+        ts.clear();
+        vals.clear();
+        for c in self.series[id as usize].1.iter().filter(|c| c.min_time <= maxt && c.max_time >= mint) {
+            self.read_chunk(c, buf, ts, vals)?;
         }
-        Ok(out)
+        let (a, b) = (ts.partition_point(|t| *t < mint), ts.partition_point(|t| *t <= maxt));
+        out.extend(ts[a..b.max(a)].iter().zip(&vals[a..b.max(a)]).map(|(t, v)| Sample::new(*t, *v)));
+        Ok(())
     }
 
     /// Series selected by the matchers that have a chunk overlapping [mint, maxt].
     pub fn select_labels(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Arc<Labels>> {
-        self.postings
-            .select(matchers)
-            .into_iter()
-            .map(|id| &self.series[id as usize])
-            .filter(|(_, chunks)| chunks.iter().any(|c| c.min_time <= maxt && c.max_time >= mint))
-            .map(|(l, _)| l.clone())
-            .collect()
+        self.lookup(matchers, mint, maxt).into_iter().map(|(id, _)| self.labels(id).clone()).collect()
     }
 
     pub fn postings(&self) -> &Postings {

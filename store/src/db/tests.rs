@@ -147,3 +147,39 @@ fn merge_joins_disjoint_lists_and_lets_the_latest_win_on_overlap() {
         s(&[(10, 1.0), (20, 9.0), (25, 5.0)])
     );
 }
+
+#[test]
+fn large_reads_split_among_threads_merge_every_source_in_label_order() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open(opts(d.path())).unwrap();
+    let now = now_ms();
+    let t0 = now - 600_000;
+    // 300 series × 20 samples into a block, then rewrites of two timestamps and later samples in the head.
+    let lines = |from: i64, to: i64, v: i64| -> String {
+        (0..300)
+            .flat_map(|h| (from..to).map(move |k| format!("m,host=h{h:03} v={} {}\n", v + k, t0 + k * 1000)))
+            .collect()
+    };
+    write(&db, &lines(0, 20, 0)).unwrap();
+    db.flush().unwrap();
+    write(&db, &lines(18, 25, 1000)).unwrap();
+    let got = db.select(&[Matcher::eq("__name__", "m_v")], t0 + 5_000, t0 + 22_000).unwrap();
+    assert_eq!(got.len(), 300);
+    assert!(got.windows(2).all(|w| w[0].labels < w[1].labels), "sorted by labels");
+    for s in &got {
+        let want: Vec<(i64, f64)> =
+            (5..=22).map(|k| (t0 + k * 1000, if k < 18 { k as f64 } else { 1000.0 + k as f64 })).collect();
+        assert_eq!(s.samples.iter().map(|x| (x.t, x.v)).collect::<Vec<_>>(), want, "{}", s.labels);
+    }
+    // The caller's function keeps what it returns, and its first error ends the read.
+    let kept: Vec<usize> = db
+        .select_map(&[Matcher::eq("__name__", "m_v")], i64::MIN, i64::MAX, |l, s| {
+            Ok::<_, DbError>(l.get("host").is_some_and(|h| h.ends_with('7')).then_some(s.len()))
+        })
+        .unwrap();
+    assert_eq!(kept, vec![25; 30]);
+    let e = db
+        .select_map(&[Matcher::eq("__name__", "m_v")], i64::MIN, i64::MAX, |_, _| Err::<Option<()>, _>(DbError::Closed))
+        .unwrap_err();
+    assert!(matches!(e, DbError::Closed));
+}

@@ -11,6 +11,7 @@ use argus_model::{Labels, METRIC_NAME, Sample};
 use promql_parser::parser::{AtModifier, Expr, Offset, SubqueryExpr, VectorSelector};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, UNIX_EPOCH};
 
 /// An instant vector's series: its labels and its value at each step, if any.
@@ -32,10 +33,8 @@ pub enum Val {
     String(String),
 }
 
-/// A range selector or subquery, ready for a function over time: the samples of each series and,
-/// per step, the window `[ends[i] - range, ends[i]]` the function sees.
-pub struct Windows {
-    pub series: Series,
+/// The windows of a range vector: at step `i`, `[ends[i] - range, ends[i]]`.
+pub struct Span {
     pub range: i64,
     pub ends: Vec<i64>,
 }
@@ -113,22 +112,15 @@ impl<'a> Ev<'a> {
             Expr::Paren(p) => return self.eval(&p.expr),
             Expr::VectorSelector(vs) => Val::Vector(self.selector(vs, false)?),
             Expr::MatrixSelector(_) | Expr::Subquery(_) => {
-                let w = self.windows(e)?;
                 if self.n != 1 {
                     return Err(QueryError::BadData("a range vector cannot be evaluated at more than one step".into()));
                 }
                 // At the top of an instant query: the samples of the one window.
-                let (lo, hi) = (w.ends[0] - w.range, w.ends[0]);
-                Val::Matrix(
-                    w.series
-                        .into_iter()
-                        .filter_map(|(l, s)| {
-                            let a = s.partition_point(|x| x.t < lo);
-                            let b = s.partition_point(|x| x.t <= hi);
-                            (a < b).then(|| (l, s[a..b].to_vec()))
-                        })
-                        .collect(),
-                )
+                Val::Matrix(self.map_range(e, |labels, s, span| {
+                    let (lo, hi) = (span.ends[0] - span.range, span.ends[0]);
+                    let (a, b) = (s.partition_point(|x| x.t < lo), s.partition_point(|x| x.t <= hi));
+                    Ok((a < b).then(|| (labels.clone(), s[a..b].to_vec())))
+                })?)
             }
             Expr::Unary(u) => match self.eval(&u.expr)? {
                 Val::Scalar(v) => Val::Scalar(v.into_iter().map(|x| -x).collect()),
@@ -193,65 +185,81 @@ impl<'a> Ev<'a> {
         }
     }
 
+    /// The times a selector reads at, one per step, after `@` and `offset`.
+    fn read_times(&self, at: &Option<AtModifier>, offset: &Option<Offset>) -> Vec<i64> {
+        (0..self.n).map(|i| self.shifted(at, offset, self.t(i))).collect()
+    }
+
+    /// Counts samples read toward the query's limit, across the threads of one read.
+    fn count_loaded(&self, loaded: &AtomicUsize, n: usize) -> Result<(), QueryError> {
+        self.check_samples(loaded.fetch_add(n, Ordering::Relaxed) + n)
+    }
+
     /// An instant selector at every step; with `timestamps`, the value is the sample's time in
     /// seconds (what `timestamp()` of a selector returns).
     pub fn selector(&self, vs: &VectorSelector, timestamps: bool) -> Result<Vec<Row>, QueryError> {
         let ms = matchers_of(vs).map_err(QueryError::BadData)?;
-        let times: Vec<i64> = (0..self.n).map(|i| self.shifted(&vs.at, &vs.offset, self.t(i))).collect();
-        let series = self.db.select(&ms, times[0] - LOOKBACK_MS, times[self.n - 1])?;
-        self.check_samples(series.iter().map(|s| s.samples.len()).sum())?;
-        let mut rows = Vec::with_capacity(series.len());
-        for s in series {
+        let times = self.read_times(&vs.at, &vs.offset);
+        let loaded = AtomicUsize::new(0);
+        self.db.select_map(&ms, times[0] - LOOKBACK_MS, times[self.n - 1], |labels, samples| {
+            self.count_loaded(&loaded, samples.len())?;
             self.check_time()?;
             let mut vals = Vec::with_capacity(self.n);
             // Step times only move forward, so a cursor replaces a binary search per step.
             let mut end = 0;
             for &te in &times {
-                while end < s.samples.len() && s.samples[end].t <= te {
+                while end < samples.len() && samples[end].t <= te {
                     end += 1;
                 }
-                vals.push(visible(&s.samples, end, te).map(|x| if timestamps { x.t as f64 / 1000.0 } else { x.v }));
+                vals.push(visible(samples, end, te).map(|x| if timestamps { x.t as f64 / 1000.0 } else { x.v }));
             }
-            if vals.iter().any(Option::is_some) {
-                rows.push(Row { labels: s.labels, vals });
-            }
-        }
-        Ok(rows)
+            Ok(vals.iter().any(Option::is_some).then(|| Row { labels: labels.clone(), vals }))
+        })
     }
 
-    /// The argument of a function over time: a range selector or a subquery.
-    pub fn windows(&self, e: &Expr) -> Result<Windows, QueryError> {
+    /// Calls `f(labels, samples, span)` for each series of a range vector — a range selector or a
+    /// subquery — with stale markers dropped, and returns what it kept, in label order. A range
+    /// selector streams from the store, large reads on several threads at once.
+    pub fn map_range<T: Send>(
+        &self,
+        e: &Expr,
+        f: impl Fn(&Arc<Labels>, &[Sample], &Span) -> Result<Option<T>, QueryError> + Sync,
+    ) -> Result<Vec<T>, QueryError> {
         match unparen(e) {
             Expr::MatrixSelector(m) => {
                 let ms = matchers_of(&m.vs).map_err(QueryError::BadData)?;
-                let range = m.range.as_millis() as i64;
-                let ends: Vec<i64> = (0..self.n).map(|i| self.shifted(&m.vs.at, &m.vs.offset, self.t(i))).collect();
-                let series = self.db.select(&ms, ends[0] - range, ends[self.n - 1])?;
-                self.check_samples(series.iter().map(|s| s.samples.len()).sum())?;
-                let series = series
-                    .into_iter()
-                    .map(|s| {
-                        let samples = if s.samples.iter().any(|x| is_stale(x.v)) {
-                            s.samples.into_iter().filter(|x| !is_stale(x.v)).collect()
-                        } else {
-                            s.samples
-                        };
-                        (s.labels, samples)
-                    })
-                    .collect();
-                Ok(Windows { series, range, ends })
+                let span = Span { range: m.range.as_millis() as i64, ends: self.read_times(&m.vs.at, &m.vs.offset) };
+                let loaded = AtomicUsize::new(0);
+                self.db.select_map(&ms, span.ends[0] - span.range, span.ends[self.n - 1], |labels, samples| {
+                    self.count_loaded(&loaded, samples.len())?;
+                    self.check_time()?;
+                    if samples.iter().any(|x| is_stale(x.v)) {
+                        let fresh: Vec<Sample> = samples.iter().filter(|x| !is_stale(x.v)).copied().collect();
+                        f(labels, &fresh, &span)
+                    } else {
+                        f(labels, samples, &span)
+                    }
+                })
             }
-            Expr::Subquery(sq) => self.subquery(sq),
+            Expr::Subquery(sq) => {
+                let (series, span) = self.subquery(sq)?;
+                let mut kept = Vec::new();
+                for (labels, samples) in &series {
+                    self.check_time()?;
+                    kept.extend(f(labels, samples, &span)?);
+                }
+                Ok(kept)
+            }
             other => Err(QueryError::BadData(format!("expected a range vector, got {other}"))),
         }
     }
 
     /// A subquery: its expression evaluated at its own steps, aligned to multiples of the step as
     /// Prometheus aligns them, from the first window's start to the last window's end.
-    fn subquery(&self, sq: &SubqueryExpr) -> Result<Windows, QueryError> {
+    fn subquery(&self, sq: &SubqueryExpr) -> Result<(Series, Span), QueryError> {
         let range = sq.range.as_millis() as i64;
         let step = sq.step.map(|d| d.as_millis() as i64).filter(|&s| s > 0).unwrap_or(DEFAULT_SUBQUERY_STEP_MS);
-        let ends: Vec<i64> = (0..self.n).map(|i| self.shifted(&sq.at, &sq.offset, self.t(i))).collect();
+        let ends = self.read_times(&sq.at, &sq.offset);
         let lo = ends[0] - range;
         let mut start = lo.div_euclid(step) * step;
         if start < lo {
@@ -259,7 +267,7 @@ impl<'a> Ev<'a> {
         }
         let end = ends[self.n - 1];
         if end < start {
-            return Ok(Windows { series: Vec::new(), range, ends });
+            return Ok((Vec::new(), Span { range, ends }));
         }
         // Each step of the subquery is a point of every series it yields.
         self.check_samples(((end - start) / step) as usize)?;
@@ -279,21 +287,16 @@ impl<'a> Ev<'a> {
             )],
             _ => return Err(QueryError::BadData("subqueries apply to instant vectors only".into())),
         };
-        Ok(Windows { series, range, ends })
+        Ok((series, Span { range, ends }))
     }
 }
 
-// === impl Windows ===
+// === impl Span ===
 
-impl Windows {
-    /// Calls `f(step, window)` for each step whose window holds samples of series `s`.
-    pub fn each(&self, s: usize, mut f: impl FnMut(usize, &[Sample])) {
-        self.each_at(s, |i, _, w| f(i, w));
-    }
-
-    /// As [`Windows::each`], also passing the index of the window's first sample in the series.
-    pub fn each_at(&self, s: usize, mut f: impl FnMut(usize, usize, &[Sample])) {
-        let samples = &self.series[s].1;
+impl Span {
+    /// Calls `f(step, index of the window's first sample, window)` for each step whose window
+    /// holds some of `samples`.
+    pub fn each_at(&self, samples: &[Sample], mut f: impl FnMut(usize, usize, &[Sample])) {
         let (mut lo, mut hi) = (0, 0);
         for (i, &end) in self.ends.iter().enumerate() {
             let start = end - self.range;

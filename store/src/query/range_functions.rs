@@ -61,13 +61,13 @@ impl Ev<'_> {
                 scalars.push(self.eval_scalar(a)?);
             }
         }
-        let w = self.windows(&args[m])?;
         if name == "absent_over_time" {
-            let mut any = vec![false; self.n];
-            for s in 0..w.series.len() {
-                w.each(s, |i, _| any[i] = true);
-            }
-            let vals: Vec<Option<f64>> = any.iter().map(|&a| (!a).then_some(1.0)).collect();
+            let seen: Vec<Vec<bool>> = self.map_range(&args[m], |_, samples, span| {
+                let mut any = vec![false; self.n];
+                span.each_at(samples, |i, _, _| any[i] = true);
+                Ok(Some(any))
+            })?;
+            let vals: Vec<Option<f64>> = (0..self.n).map(|i| (!seen.iter().any(|s| s[i])).then_some(1.0)).collect();
             if vals.iter().all(Option::is_none) {
                 return Ok(Some(Vec::new()));
             }
@@ -83,11 +83,9 @@ impl Ev<'_> {
                 }
             }
         }
-        let range_secs = w.range as f64 / 1000.0;
-        let mut rows = Vec::with_capacity(w.series.len());
         let counter = matches!(name, "rate" | "increase" | "resets");
-        for (si, (labels, samples)) in w.series.iter().enumerate() {
-            self.check_time()?;
+        let rows = self.map_range(&args[m], |labels, samples, span| {
+            let range_secs = span.range as f64 / 1000.0;
             let mut vals = vec![None; self.n];
             let mut timed_out = false;
             // Counter resets are found once per series; each window then visits only its own resets
@@ -97,7 +95,7 @@ impl Ev<'_> {
             } else {
                 Vec::new()
             };
-            w.each_at(si, |i, lo, s| {
+            span.each_at(samples, |i, lo, s| {
                 // A subquery at a tiny step gives one series millions of long windows: check the deadline
                 // as the steps go, not only between series, so a timeout stops the work promptly.
                 if timed_out || (i % 64 == 0 && self.check_time().is_err()) {
@@ -107,8 +105,8 @@ impl Ev<'_> {
                 let (a, b) = (resets.partition_point(|&k| k <= lo), resets.partition_point(|&k| k < lo + s.len()));
                 let win = Window {
                     s,
-                    start: w.ends[i] - w.range,
-                    end: w.ends[i],
+                    start: span.ends[i] - span.range,
+                    end: span.ends[i],
                     t: self.t(i),
                     range_secs,
                     lo,
@@ -120,11 +118,12 @@ impl Ev<'_> {
             if timed_out {
                 self.check_time()?;
             }
-            if vals.iter().any(Option::is_some) {
-                let labels = if name == "last_over_time" { labels.clone() } else { drop_name(labels) };
-                rows.push(Row { labels, vals });
+            if !vals.iter().any(Option::is_some) {
+                return Ok(None);
             }
-        }
+            let labels = if name == "last_over_time" { labels.clone() } else { drop_name(labels) };
+            Ok(Some(Row { labels, vals }))
+        })?;
         check_distinct(&rows)?;
         Ok(Some(rows))
     }

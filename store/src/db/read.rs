@@ -1,0 +1,185 @@
+//! Reading series: each selected series is assembled from every source that holds it (blocks by
+//! `seq`, then the frozen and the live head) into one buffer that is reused for the next series, and
+//! handed to the caller's function. A query therefore holds its own results, never every sample of
+//! its range at once, and a large read spreads its series over threads, decoding and evaluating
+//! together — what a dashboard's 6 h and 24 h panels over all GPUs need.
+
+use super::{Db, DbError, Series, matches, merge_into};
+use crate::block::{Block, Scratch};
+use crate::head::{SeriesSamples, in_range};
+use argus_model::{Labels, Matcher, Sample};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Below this many chunks to decode, a read stays on its caller's thread: threads cost more than
+/// they save.
+pub(crate) const PARALLEL_CHUNKS: usize = 64;
+/// At most this many threads for one read.
+const MAX_THREADS: usize = 8;
+
+/// Where one series' samples are, oldest source first.
+enum Src {
+    Block(usize, u32),
+    Mem(usize),
+}
+
+/// One selected series and the sources to read it from.
+struct Planned {
+    labels: Arc<Labels>,
+    srcs: Vec<Src>,
+    /// Chunks to decode (a head part counts as one): the cost used to split work among threads.
+    cost: usize,
+}
+
+// === impl Db ===
+
+impl Db {
+    /// Series selected by the matchers with their samples in [mint, maxt], sorted by labels.
+    pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<Series>, DbError> {
+        self.select_map(matchers, mint, maxt, |labels, samples| {
+            Ok::<_, DbError>(Some(Series { labels: labels.clone(), samples: samples.to_vec() }))
+        })
+    }
+
+    /// Calls `f` on each series selected by the matchers, with its samples in [mint, maxt] (never
+    /// empty), and returns what it kept, in label order. Series are read one at a time into a
+    /// reused buffer; with many chunks to decode they are split among threads (one per core, at
+    /// most 8), each running `f` on its own series. The first error stops the read.
+    pub fn select_map<T, E, F>(&self, matchers: &[Matcher], mint: i64, maxt: i64, f: F) -> Result<Vec<T>, E>
+    where
+        T: Send,
+        E: From<DbError> + Send,
+        F: Fn(&Arc<Labels>, &[Sample]) -> Result<Option<T>, E> + Sync,
+    {
+        let blocks: Vec<Arc<Block>> =
+            self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect();
+        // The head's parts are copied out under its lock; they are small next to the blocks.
+        let mut mem: Vec<SeriesSamples> = Vec::new();
+        {
+            let head = self.shared.head.read();
+            if let Some(f) = &head.frozen {
+                mem.extend(f.series.iter().filter(|(l, _)| matches(matchers, l)).filter_map(|(l, s)| {
+                    let v = in_range(s, mint, maxt);
+                    (!v.is_empty()).then(|| (l.clone(), v.to_vec()))
+                }));
+            }
+            mem.extend(head.select(matchers, mint, maxt));
+        }
+        let plan = plan(&blocks, &mem, matchers, mint, maxt);
+        let total: usize = plan.iter().map(|p| p.cost).sum();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
+        let stop = AtomicBool::new(false);
+        let run = |part: &[Planned]| -> Result<Vec<T>, E> {
+            let mut scratch = Scratch::default();
+            let mut samples: Vec<Sample> = Vec::new();
+            let mut kept = Vec::new();
+            for p in part {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                samples.clear();
+                for src in &p.srcs {
+                    let read = match *src {
+                        Src::Block(b, id) => read_block(&blocks[b], id, mint, maxt, &mut scratch, &mut samples),
+                        Src::Mem(i) => {
+                            merge_into(&mut samples, &mem[i].1);
+                            Ok(())
+                        }
+                    };
+                    if let Err(e) = read {
+                        stop.store(true, Ordering::Relaxed);
+                        return Err(e.into());
+                    }
+                }
+                if samples.is_empty() {
+                    continue;
+                }
+                match f(&p.labels, &samples) {
+                    Ok(Some(t)) => kept.push(t),
+                    Ok(None) => {}
+                    Err(e) => {
+                        stop.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(kept)
+        };
+        if threads < 2 || total < PARALLEL_CHUNKS {
+            return run(&plan);
+        }
+        let parts = split(&plan, threads, total);
+        let results: Vec<Result<Vec<T>, E>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = parts.iter().map(|part| scope.spawn(|| run(part))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(E::from(DbError::ReaderPanicked)))).collect()
+        });
+        let mut out = Vec::with_capacity(plan.len());
+        for r in results {
+            out.extend(r?);
+        }
+        Ok(out)
+    }
+}
+
+/// Every selected series with its sources, sorted by labels.
+fn plan(blocks: &[Arc<Block>], mem: &[SeriesSamples], matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Planned> {
+    let mut index: HashMap<Arc<Labels>, usize> = HashMap::new();
+    let mut plan: Vec<Planned> = Vec::new();
+    let mut add = |labels: &Arc<Labels>, src: Src, cost: usize| {
+        let i = *index.entry(labels.clone()).or_insert_with(|| {
+            plan.push(Planned { labels: labels.clone(), srcs: Vec::new(), cost: 0 });
+            plan.len() - 1
+        });
+        plan[i].srcs.push(src);
+        plan[i].cost += cost;
+    };
+    for (b, block) in blocks.iter().enumerate() {
+        for (id, chunks) in block.lookup(matchers, mint, maxt) {
+            add(block.labels(id), Src::Block(b, id), chunks);
+        }
+    }
+    for (i, (labels, _)) in mem.iter().enumerate() {
+        add(labels, Src::Mem(i), 1);
+    }
+    plan.sort_by(|a, b| a.labels.cmp(&b.labels));
+    plan
+}
+
+/// Appends a block's part of a series, merging when it is not simply later than what is there.
+fn read_block(
+    block: &Block,
+    id: u32,
+    mint: i64,
+    maxt: i64,
+    scratch: &mut Scratch,
+    samples: &mut Vec<Sample>,
+) -> Result<(), DbError> {
+    let before = samples.len();
+    block.read(id, mint, maxt, scratch, samples)?;
+    if before > 0 && samples.len() > before && samples[before].t <= samples[before - 1].t {
+        // Overlapping blocks (out-of-order data): rare, so the extra copy does not matter.
+        let newer = samples.split_off(before);
+        merge_into(samples, &newer);
+    }
+    Ok(())
+}
+
+/// Splits the plan into at most `threads` consecutive parts of about equal cost.
+fn split(plan: &[Planned], threads: usize, total: usize) -> Vec<&[Planned]> {
+    let target = total.div_ceil(threads);
+    let mut parts = Vec::with_capacity(threads);
+    let (mut start, mut acc) = (0, 0);
+    for (i, p) in plan.iter().enumerate() {
+        acc += p.cost;
+        if acc >= target && parts.len() + 1 < threads {
+            parts.push(&plan[start..=i]);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < plan.len() {
+        parts.push(&plan[start..]);
+    }
+    parts
+}
