@@ -41,6 +41,8 @@ struct Report {
     /// Other failures (transport errors, unexpected statuses), the first few.
     failures: Vec<String>,
     series_accepted: u64,
+    /// Writers with at least one acknowledged batch.
+    writers_accepted: std::collections::BTreeSet<String>,
     peak_rss_kib: u64,
     peak_at: Duration,
     /// RSS every half second: (seconds since start, MiB).
@@ -116,6 +118,7 @@ fn pressure(srv: &Server) -> Report {
                             match status {
                                 204 => {
                                     accepted.fetch_add(LINES_PER_BATCH, Ordering::SeqCst);
+                                    r.writers_accepted.insert(format!("w{w}"));
                                 }
                                 429 | 503 if r.first_pushback.is_none() => {
                                     let retry = resp
@@ -197,11 +200,11 @@ fn pushes_back_with_retry_after_and_keeps_what_it_acknowledged() {
     let ids = srv.get("/api/v1/label/id/values").success_data();
     assert_eq!(ids.as_array().map(Vec::len), Some(r.series_accepted as usize), "{report}");
     let writers = srv.get("/api/v1/label/writer/values").success_data();
-    assert_eq!(writers, serde_json::json!(["w0", "w1", "w2", "w3"]), "{report}");
+    // Under a tight limit not every writer gets a batch in; those that did are all there.
+    assert_eq!(writers, serde_json::json!(r.writers_accepted), "{report}");
 }
 
 #[test]
-#[ignore = "known gap: peak RSS overshoots memory_limit (127 MiB at 96 MiB): admission does not charge a batch for the series it creates, and loaded block indexes are not in the budget"]
 fn rss_stays_under_the_memory_limit_while_pushing_back() {
     let limit = limit_mib();
     let srv = start(limit);

@@ -229,9 +229,13 @@ impl Db {
         Ok(())
     }
 
-    /// Whether the head holds more than its share of the memory limit (writes should be refused).
+    /// Whether the head, or the head with the open blocks' indexes, holds more than its share of the
+    /// memory limit (writes should be refused).
     pub fn over_budget(&self) -> bool {
-        self.shared.head.read().bytes() > self.shared.opts.head_budget()
+        let index = self.shared.index_bytes();
+        let head = self.shared.head.read();
+        head.bytes() > self.shared.opts.head_budget()
+            || Shared::series_in_use(&head, index) > self.shared.opts.series_budget()
     }
 
     /// Bytes of the head, for the admission check and the status page.
@@ -258,6 +262,17 @@ impl Shared {
         let b = self.blocks.read();
         m.blocks.set(b.len() as i64);
         m.blocks_bytes.set(b.iter().map(|b| b.size as i64).sum());
+    }
+
+    /// Memory held by the open blocks' indexes. Read before taking the head's lock: a flush takes
+    /// the blocks' lock first, then the head's.
+    pub fn index_bytes(&self) -> usize {
+        self.blocks.read().iter().map(|b| b.index_bytes).sum()
+    }
+
+    /// Memory held for series: the head, the index its flush will add, and the open blocks' indexes.
+    pub fn series_in_use(head: &Head, index_bytes: usize) -> usize {
+        head.bytes() + head.label_bytes() + index_bytes
     }
 
     pub fn next_id(&self) -> u64 {

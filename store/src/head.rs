@@ -337,6 +337,12 @@ impl Head {
     }
 
     /// Time range of the head's samples, if any.
+    /// Bytes of the series' labels and index entries: what the block cut from this head will hold
+    /// in memory again as its index.
+    pub fn label_bytes(&self) -> usize {
+        self.label_bytes
+    }
+
     pub fn time_range(&self) -> Option<(i64, i64)> {
         let mut r: Option<(i64, i64)> = None;
         for s in &self.series {
@@ -350,8 +356,14 @@ impl Head {
 
 /// Memory a series costs beyond its samples: its labels (kept in the series and again in the postings),
 /// the slot, the hash entry and the postings entries.
-fn series_bytes(labels: &Labels) -> usize {
+pub(crate) fn series_bytes(labels: &Labels) -> usize {
     labels.heap_bytes() * 3 + SERIES_OVERHEAD
+}
+
+/// [`series_bytes`] of the series these label pairs would make, without making it.
+pub(crate) fn pairs_bytes<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> usize {
+    pairs.map(|(n, v)| std::mem::size_of::<argus_model::Label>() + n.len() + v.len()).sum::<usize>() * 3
+        + SERIES_OVERHEAD
 }
 
 /// The sub-slice of sorted samples inside [mint, maxt].

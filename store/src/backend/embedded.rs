@@ -41,6 +41,7 @@ impl StoreBackend for Embedded {
             blocking(move || match db.write_series(&pairs) {
                 Ok(_) => Ok(()),
                 Err(e @ WriteError::Invalid(_)) => Err(BackendError::InvalidWrite(e.to_string())),
+                Err(WriteError::OverBudget { .. }) => Err(BackendError::Overloaded),
                 Err(e) => Err(BackendError::Storage(e.to_string())),
             })
             .await

@@ -28,6 +28,9 @@ pub struct Block {
     chunks: File,
     /// Bytes of the block's files on disk.
     pub size: u64,
+    /// Memory its index holds while the block is open (labels, postings, chunk positions), charged
+    /// to the store's memory budget.
+    pub index_bytes: usize,
 }
 
 impl Block {
@@ -54,7 +57,9 @@ impl Block {
         for e in fs::read_dir(dir).map_err(io(dir))? {
             size += e.and_then(|e| e.metadata()).map_err(io(dir))?.len();
         }
-        Ok(Block { dir: dir.to_path_buf(), meta, series, postings, chunks, size })
+        let index_bytes =
+            series.iter().map(|(l, c)| crate::head::series_bytes(l) + c.len() * std::mem::size_of::<ChunkMeta>()).sum();
+        Ok(Block { dir: dir.to_path_buf(), meta, series, postings, chunks, size, index_bytes })
     }
 
     pub fn overlaps(&self, mint: i64, maxt: i64) -> bool {

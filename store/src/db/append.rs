@@ -26,6 +26,12 @@ pub enum WriteError {
     Storage(String),
     #[error(transparent)]
     Db(#[from] DbError),
+    /// Creating the batch's new series would pass the memory budget; nothing of it was stored.
+    #[error(
+        "the store is over its memory budget: {new_series} new series would need {needed} bytes with {in_use} of \
+         {budget} in use by series and samples; nothing stored, retry later"
+    )]
+    OverBudget { new_series: usize, needed: usize, in_use: usize, budget: usize },
 }
 
 /// The label pairs of a write, flattened so that resolving a sample allocates nothing: each group is
@@ -222,8 +228,36 @@ impl Db {
             }
         }
         if !missing.is_empty() {
+            let index = self.shared.index_bytes();
             let mut head = self.shared.head.write();
-            for i in missing {
+            // New series are charged before any is created, under the lock that creates them, so that
+            // concurrent batches cannot pass the budget together; a refused batch creates nothing.
+            let new: Vec<usize> = missing
+                .into_iter()
+                .filter(|&i| match head.lookup_hashed(pending[i].hash, keys.pairs(&pending[i])) {
+                    Some(r) => {
+                        refs[i].r = r;
+                        false
+                    }
+                    None => true,
+                })
+                .collect();
+            // Twice: once in the head, once more in the index of the block its flush cuts.
+            let needed = new.iter().map(|&i| crate::head::pairs_bytes(keys.pairs(&pending[i]))).sum::<usize>() * 2
+                + pending.len() * crate::head::SAMPLE_BYTES;
+            let opts = &self.shared.opts;
+            let in_use = super::Shared::series_in_use(&head, index);
+            if !new.is_empty() && (head.bytes() + needed > opts.head_budget() || in_use + needed > opts.series_budget())
+            {
+                self.shared.metrics.rejected("memory");
+                return Err(WriteError::OverBudget {
+                    new_series: new.len(),
+                    needed,
+                    in_use,
+                    budget: opts.series_budget(),
+                });
+            }
+            for i in new {
                 refs[i].r = head.get_or_create(Labels::from_pairs(keys.pairs(&pending[i]))).0;
             }
         }

@@ -19,10 +19,13 @@ pub struct Options {
     /// Compaction levels, ascending: blocks inside one aligned window of each length are merged into
     /// one block once the window is closed (or at once when they overlap).
     pub compact_ranges_ms: Vec<i64>,
-    /// The memory the whole store may use. The head is flushed early at half of it, and writes are
-    /// refused (503) while the head holds more than `head_budget_ratio` of it.
+    /// The memory the whole store may use. The head is flushed early at half of its share, writes
+    /// are refused (503) while the head holds more than `head_budget_ratio` of it, and new series
+    /// are refused while the head and the open blocks' indexes together hold more than
+    /// `series_budget_ratio` of it. The rest is for queries, requests in flight and the allocator.
     pub memory_limit: u64,
     pub head_budget_ratio: f64,
+    pub series_budget_ratio: f64,
     pub encoding: Encoding,
 }
 
@@ -38,12 +41,17 @@ impl Options {
             compact_ranges_ms: vec![6 * 3600 * 1000, 24 * 3600 * 1000],
             memory_limit: default_memory_limit(),
             head_budget_ratio: 0.4,
+            series_budget_ratio: 0.6,
             encoding: DEFAULT_ENCODING,
         }
     }
 
     pub fn head_budget(&self) -> usize {
         (self.memory_limit as f64 * self.head_budget_ratio) as usize
+    }
+
+    pub fn series_budget(&self) -> usize {
+        (self.memory_limit as f64 * self.series_budget_ratio) as usize
     }
 }
 

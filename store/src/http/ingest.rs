@@ -132,6 +132,9 @@ fn write_error(e: WriteError) -> Response {
             influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("write failed: {msg}"), None)
         }
         WriteError::Db(e) => influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string(), None),
+        e @ WriteError::OverBudget { .. } => {
+            influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string(), None)
+        }
     }
 }
 
