@@ -143,3 +143,23 @@ fn newer_schema_is_refused() {
     let err = Db::open(dir.path()).err().unwrap().to_string();
     assert!(err.contains("schema version 99 is newer"), "{err}");
 }
+
+#[test]
+fn alert_history_keeps_one_row_per_start_and_follows_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let rt = Duration::from_secs(300);
+    let mut a = alert("A", "h1").into_alert(at(0), rt).unwrap();
+    db.record_alerts(std::slice::from_ref(&a)).unwrap();
+    a.ends_at = at(60);
+    a.updated_at = at(60);
+    db.record_alerts(std::slice::from_ref(&a)).unwrap();
+    let again = alert("A", "h1").into_alert(at(600), rt).unwrap();
+    db.record_alerts(&[again]).unwrap();
+    let conn = db.conn();
+    let mut st = conn.prepare("SELECT starts_at, ends_at, labels FROM alert_history ORDER BY starts_at").unwrap();
+    let rows: Vec<(i64, i64, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().collect::<Result<_, _>>().unwrap();
+    let labels = r#"{"alertname":"A","host":"h1"}"#.to_string();
+    assert_eq!(rows, vec![(at(0).0, at(60).0, labels.clone()), (at(600).0, at(900).0, labels)]);
+}
