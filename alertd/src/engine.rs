@@ -22,7 +22,8 @@ use std::time::Duration;
 
 /// How often (in engine time) state is garbage-collected.
 const GC_EVERY: Duration = Duration::from_secs(900);
-/// How long notification log entries are kept (Alertmanager's default `--data.retention`).
+/// How long notification log entries and expired silences are kept (Alertmanager's default
+/// `--data.retention`).
 const NFLOG_RETENTION: Duration = Duration::from_secs(120 * 3600);
 
 pub struct Engine {
@@ -173,6 +174,7 @@ impl Engine {
         self.store.gc(now, keep);
         self.inhibitor.gc(now);
         self.nflog.gc(now, NFLOG_RETENTION);
+        self.silences.gc(now, NFLOG_RETENTION);
         if let Some(f) = &mut self.flap {
             f.gc(now);
         }

@@ -106,6 +106,8 @@ pub trait Silences: Send + Sync {
     /// silence.
     fn expire(&self, id: &str, now: Timestamp) -> Result<bool, StoreError>;
     fn list(&self) -> Vec<Silence>;
+    /// Forgets silences that expired `retention` or more before `now`.
+    fn gc(&self, now: Timestamp, retention: std::time::Duration);
 }
 
 #[derive(Default)]
@@ -128,6 +130,10 @@ impl Silences for MemSilences {
 
     fn list(&self) -> Vec<Silence> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn gc(&self, now: Timestamp, retention: std::time::Duration) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).retain(|s| now - s.ends_at < retention);
     }
 }
 

@@ -102,6 +102,17 @@ impl Silences for DbSilences {
     fn list(&self) -> Vec<Silence> {
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+
+    fn gc(&self, now: Timestamp, retention: Duration) {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let cutoff = (now - retention).0;
+        if let Err(error) = self.db.conn().execute("DELETE FROM silences WHERE ends_at <= ?1", params![cutoff]) {
+            // Kept in memory too, so the next collection tries again.
+            tracing::error!(%error, "Silence cleanup failed");
+            return;
+        }
+        cache.retain(|s| now - s.ends_at < retention);
+    }
 }
 
 // === impl DbLog ===

@@ -95,6 +95,14 @@ fn silence_survives_a_restart_and_still_mutes() {
     assert_eq!(ids, vec![("s1".into(), at(3600), "maintenance".into()), ("s2".into(), at(1), String::new())]);
     let sent = run(&mut e, &rec, at(10), vec![alert("Muted", "h1"), alert("Loud", "h2")], at(60));
     assert_eq!(sent, vec!["Loud"]);
+    // Expired silences are kept 120 hours, then forgotten, on disk too.
+    silences.gc(at(1 + 120 * 3600 - 1), Duration::from_secs(120 * 3600));
+    assert_eq!(silences.list().len(), 2);
+    silences.gc(at(1 + 120 * 3600), Duration::from_secs(120 * 3600));
+    assert_eq!(silences.list().iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["s1"]);
+    drop(e);
+    let (_, silences) = engine(dir.path(), rec.clone());
+    assert_eq!(silences.list().iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["s1"]);
 }
 
 #[test]
