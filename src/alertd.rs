@@ -35,3 +35,91 @@ pub fn run(cmd: Cmd) -> Result<()> {
         }
     }
 }
+
+// === alertd in `argus serve` ===
+
+use crate::config::Alertd;
+use argus_alertd::api;
+use argus_alertd::clock::TokioClock;
+use argus_alertd::db::{Db, DbLog, DbSilences, HistoryNotifier};
+use argus_alertd::notify::ChannelNotifier;
+use argus_alertd::runner::Shared;
+use argus_alertd::{Engine, Timestamp};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The recommended configuration, used when no file is named and config/alertd.yml is absent.
+const DEFAULT_CONFIG: &str = include_str!("../config/alertd.yml");
+const DEFAULT_CONFIG_FILE: &str = "config/alertd.yml";
+
+/// The alertd configuration `[alertd]` names, validated, and its text.
+pub fn load_config(a: &Alertd) -> Result<(argus_alertd::Config, String)> {
+    let path = match &a.config_file {
+        Some(p) => Some(p.clone()),
+        None => Some(PathBuf::from(DEFAULT_CONFIG_FILE)).filter(|p| p.exists()),
+    };
+    match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(&p).with_context(|| format!("{}: cannot read", p.display()))?;
+            let cfg = argus_alertd::config::parse(&text, &p.display().to_string())?;
+            Ok((cfg, text))
+        }
+        None => Ok((argus_alertd::config::parse(DEFAULT_CONFIG, "built-in config/alertd.yml")?, DEFAULT_CONFIG.into())),
+    }
+}
+
+/// Validates an alertd YAML file for `argus check-config`.
+pub fn check_file(path: &Path) -> Result<()> {
+    argus_alertd::config::load(path)?;
+    Ok(())
+}
+
+/// alertd running inside `argus serve`: its routes, and the tasks that stop when it is dropped.
+pub struct Running {
+    pub router: axum::Router,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Opens alertd's database, builds the engine and starts its timers. None when `[alertd]` is off.
+pub fn start(a: &Alertd, server_data_dir: &Path) -> Result<Option<Running>> {
+    if !a.enabled {
+        return Ok(None);
+    }
+    let (cfg, config_text) = load_config(a)?;
+    let data_dir = a.data_dir.clone().unwrap_or_else(|| server_data_dir.to_path_buf());
+    let db = Arc::new(Db::open(&data_dir)?);
+    let silences = Arc::new(DbSilences::load(db.clone())?);
+    let nflog = Arc::new(DbLog::load(db.clone())?);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let notifier = Arc::new(HistoryNotifier { inner: Arc::new(ChannelNotifier(tx)), db: db.clone() });
+    let engine = Engine::new(cfg, silences.clone(), nflog, notifier);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
+    let started = Timestamp(now.as_millis() as i64);
+    let shared = Shared::new(engine, TokioClock::starting_at(started));
+    let timers = tokio::spawn(argus_alertd::runner::run_shared(shared.clone()));
+    // Receivers are not sent to from this process yet: each notification is logged and recorded in
+    // the history (GET /api/v1/notifications).
+    let drain = tokio::spawn(async move {
+        while let Some(n) = rx.recv().await {
+            tracing::info!(receiver = %n.receiver, url = %n.url, group = %n.message.group_key, alerts = n.message.alerts.len(), "Notification");
+        }
+    });
+    let state = api::State {
+        engine: shared,
+        silences,
+        db,
+        config_text,
+        started,
+        max_body_bytes: a.max_body_bytes.unwrap_or(api::DEFAULT_MAX_BODY_BYTES),
+    };
+    tracing::info!(data_dir = %data_dir.display(), "alertd is up: Alertmanager API v2 at /api/v2/alerts");
+    Ok(Some(Running { router: api::router(state), tasks: vec![timers, drain] }))
+}

@@ -17,6 +17,8 @@ pub struct Config {
     pub store: Store,
     #[serde(default)]
     pub auth: Auth,
+    #[serde(default)]
+    pub alertd: Alertd,
 }
 
 #[derive(Debug, Deserialize)]
@@ -83,6 +85,33 @@ pub struct Auth {
     pub tokens: Vec<String>,
 }
 
+// === [alertd] ===
+
+/// `[alertd]`: the notification pipeline and its API inside `argus serve`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Alertd {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Alertmanager-style YAML; default `config/alertd.yml` when that file exists, else the same
+    /// recommended configuration built in.
+    pub config_file: Option<PathBuf>,
+    /// Where `alertd.db` lives; default the server's data directory.
+    pub data_dir: Option<PathBuf>,
+    /// Largest request body the alertd API reads; default 4 MiB.
+    pub max_body_bytes: Option<usize>,
+}
+
+impl Default for Alertd {
+    fn default() -> Self {
+        Alertd { enabled: true, config_file: None, data_dir: None, max_body_bytes: None }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
 impl Config {
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
@@ -111,6 +140,9 @@ impl Config {
         self.store_options(Path::new("data"))?;
         self.limits()?;
         self.remote_backend()?;
+        if self.alertd.enabled {
+            crate::alertd::load_config(&self.alertd).map_err(|e| anyhow!("alertd.config_file: {e:#}"))?;
+        }
         Ok(())
     }
 
@@ -242,6 +274,20 @@ mod tests {
         let e = Config::parse("[store]\nmemory_limit = \"4 parsecs\"\n").unwrap_err();
         assert!(e.contains("store.memory_limit"), "{e}");
         assert!(Config::parse("").is_ok());
+    }
+
+    #[test]
+    fn alertd_section_is_validated() {
+        assert!(Config::parse("[alertd]\nenabled = false\nconfig_file = \"/nonexistent.yml\"\n").is_ok());
+        let e = Config::parse("[alertd]\nconfig_file = \"/nonexistent.yml\"\n").unwrap_err();
+        assert!(e.starts_with("2:1: alertd.config_file: /nonexistent.yml: cannot read"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("alertd.yml");
+        std::fs::write(&bad, "route:\n  receiver: nobody\n").unwrap();
+        let e = Config::parse(&format!("[alertd]\nconfig_file = {:?}\n", bad)).unwrap_err();
+        assert!(e.contains("alertd.yml:2: route.receiver"), "{e}");
+        let e = Config::parse("[alertd]\nbogus = 1\n").unwrap_err();
+        assert!(e.starts_with("2:1: unknown field `bogus`"), "{e}");
     }
 
     #[test]

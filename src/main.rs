@@ -43,8 +43,10 @@ fn main() -> Result<()> {
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {
-                match config::Config::load(f) {
-                    Ok(_) => println!("{}: ok", f.display()),
+                let alertd_yaml = f.extension().is_some_and(|e| e == "yml" || e == "yaml");
+                let checked = if alertd_yaml { alertd::check_file(f) } else { config::Config::load(f).map(|_| ()) };
+                match checked {
+                    Ok(()) => println!("{}: ok", f.display()),
                     Err(e) => {
                         eprintln!("{e:#}");
                         bad = true;

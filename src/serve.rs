@@ -63,6 +63,12 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     let db = Arc::new(db);
     let state = argus_store::http::State::new(db.clone(), cfg.limits()?, cfg.auth.tokens.clone(), Default::default());
     let app = argus_store::http::router(state);
+    // === alertd ===
+    let alertd = crate::alertd::start(&cfg.alertd, &data_dir).context("starting alertd")?;
+    let app = match &alertd {
+        Some(a) => app.merge(a.router.clone()),
+        None => app,
+    };
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
     // With port 0 the system picks one: report the real address.
     let listen = listener.local_addr().unwrap_or(listen);
@@ -89,6 +95,7 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     });
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
     upkeep.abort();
+    drop(alertd);
     tracing::info!("Shutting down: flushing the head into blocks");
     let d = db.clone();
     tokio::task::spawn_blocking(move || d.flush()).await?.context("final flush")?;

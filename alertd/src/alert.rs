@@ -161,7 +161,8 @@ impl PostableAlert {
     }
 }
 
-fn valid_label_name(n: &str) -> bool {
+/// A Prometheus label name: `[a-zA-Z_][a-zA-Z0-9_]*`.
+pub(crate) fn valid_label_name(n: &str) -> bool {
     let mut c = n.chars();
     matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
         && c.all(|x| x.is_ascii_alphanumeric() || x == '_')

@@ -109,6 +109,10 @@ impl Dispatcher {
         self.timers.insert((g.next_flush, key.to_string()));
     }
 
+    pub fn groups(&self) -> impl Iterator<Item = &AggrGroup> {
+        self.groups.values()
+    }
+
     pub fn len(&self) -> usize {
         self.groups.len()
     }

@@ -22,7 +22,8 @@ use std::time::Duration;
 
 /// How often (in engine time) state is garbage-collected.
 const GC_EVERY: Duration = Duration::from_secs(900);
-/// How long notification log entries are kept (Alertmanager's default `--data.retention`).
+/// How long notification log entries and expired silences are kept (Alertmanager's default
+/// `--data.retention`).
 const NFLOG_RETENTION: Duration = Duration::from_secs(120 * 3600);
 
 pub struct Engine {
@@ -33,6 +34,7 @@ pub struct Engine {
     flap: Option<FlapDetector>,
     correlator: Option<Correlator>,
     nflog: Arc<dyn NotificationLog>,
+    silences: Arc<dyn Silences>,
     pipeline: Pipeline,
     last_gc: Option<Timestamp>,
 }
@@ -50,7 +52,7 @@ impl Engine {
                 Box::new(MuteStage { name: "inhibit", muter: inhibitor.clone() }),
                 Box::new(TimeActiveStage),
                 Box::new(TimeMuteStage),
-                Box::new(MuteStage { name: "silence", muter: Arc::new(Silencer(silences)) }),
+                Box::new(MuteStage { name: "silence", muter: Arc::new(Silencer(silences.clone())) }),
                 Box::new(DedupStage { nflog: nflog.clone() }),
                 Box::new(HoldStage { nflog: nflog.clone() }),
                 Box::new(SendStage { notifier }),
@@ -65,6 +67,7 @@ impl Engine {
             dispatcher: Dispatcher::default(),
             inhibitor,
             nflog,
+            silences,
             pipeline,
             last_gc: None,
         }
@@ -171,12 +174,48 @@ impl Engine {
         self.store.gc(now, keep);
         self.inhibitor.gc(now);
         self.nflog.gc(now, NFLOG_RETENTION);
+        self.silences.gc(now, NFLOG_RETENTION);
         if let Some(f) = &mut self.flap {
             f.gc(now);
         }
         if let Some(c) = &mut self.correlator {
             c.gc(now);
         }
+    }
+
+    /// Every alert held (firing, and resolved ones not yet forgotten), for the API.
+    pub fn alerts(&self) -> impl Iterator<Item = &Alert> {
+        self.store.iter()
+    }
+
+    pub fn alert(&self, fp: crate::alert::Fingerprint) -> Option<&Alert> {
+        self.store.get(fp)
+    }
+
+    /// The aggregation groups that hold alerts now, for the API.
+    pub fn groups(&self) -> impl Iterator<Item = &crate::dispatch::AggrGroup> {
+        self.dispatcher.groups()
+    }
+
+    /// The receivers of the routes an alert with `labels` takes, in route order, without repeats.
+    pub fn receivers_for(&self, labels: &argus_model::Labels) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.cfg.route.match_labels(labels) {
+            if !out.contains(&r.opts.receiver) {
+                out.push(r.opts.receiver.clone());
+            }
+        }
+        out
+    }
+
+    /// The alerts that inhibit an alert with `labels` at `now`.
+    pub fn inhibited_by(&self, labels: &argus_model::Labels, now: Timestamp) -> Vec<crate::alert::Fingerprint> {
+        self.inhibitor.inhibited_by(labels, now)
+    }
+
+    /// The silences the engine mutes with (shared with the API).
+    pub fn silences(&self) -> &Arc<dyn Silences> {
+        &self.silences
     }
 
     /// The alert's status at `now` as stored, for tests and the API.

@@ -50,6 +50,34 @@ impl Inhibitor {
     }
 }
 
+impl Inhibitor {
+    /// The fingerprints of the firing alerts that inhibit an alert with `labels` at `now`
+    /// (Alertmanager's `inhibitedBy`), for the API.
+    pub fn inhibited_by(&self, labels: &Labels, now: Timestamp) -> Vec<Fingerprint> {
+        let sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for (rule, cache) in self.rules.iter().zip(sources.iter()) {
+            if all_match(&rule.target, labels) {
+                let two_sided = all_match(&rule.source, labels);
+                out.extend(
+                    cache.values().filter(|s| inhibits(rule, s, labels, now, two_sided)).map(Alert::fingerprint),
+                );
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// Whether source alert `s` of `rule` inhibits an alert with `labels` (whose labels match the
+/// target side; `two_sided` when they match the source side too).
+fn inhibits(rule: &InhibitRule, s: &Alert, labels: &Labels, now: Timestamp, two_sided: bool) -> bool {
+    !s.resolved_at(now)
+        && rule.equal.iter().all(|n| s.labels.get(n) == labels.get(n))
+        && !(two_sided && all_match(&rule.target, &s.labels))
+}
+
 impl Muter for Inhibitor {
     /// Alertmanager's `Inhibitor.Mutes`: a rule whose target matches mutes when one of its source
     /// alerts is firing at `now` and agrees on every `equal` label (absent equals absent). Where the
@@ -62,11 +90,7 @@ impl Muter for Inhibitor {
                 continue;
             }
             let two_sided = all_match(&rule.source, labels);
-            let hit = cache.values().any(|s| {
-                !s.resolved_at(now)
-                    && rule.equal.iter().all(|n| s.labels.get(n) == labels.get(n))
-                    && !(two_sided && all_match(&rule.target, &s.labels))
-            });
+            let hit = cache.values().any(|s| inhibits(rule, s, labels, now, two_sided));
             if hit {
                 return true;
             }

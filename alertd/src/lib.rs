@@ -7,8 +7,10 @@
 //! drives it on tokio time and `replay` in virtual time.
 
 pub mod alert;
+pub mod api;
 pub mod clock;
 pub mod config;
+pub mod db;
 pub mod dispatch;
 pub mod engine;
 pub mod flap;

@@ -1,9 +1,9 @@
-//! Silences: matchers with a time window. Kept in memory behind `Silences`, so a durable store can
-//! replace it without touching the pipeline.
+//! Silences: matchers with a time window, behind `Silences`: in memory here, in SQLite in `db`.
 
 use crate::mute::Muter;
 use crate::time::Timestamp;
-use argus_model::{Labels, Matcher};
+use argus_model::{Labels, MatchOp, Matcher};
+use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone)]
@@ -12,6 +12,7 @@ pub struct Silence {
     pub matchers: Vec<Matcher>,
     pub starts_at: Timestamp,
     pub ends_at: Timestamp,
+    pub updated_at: Timestamp,
     pub created_by: String,
     pub comment: String,
 }
@@ -22,18 +23,91 @@ impl Silence {
         self.starts_at <= now && now < self.ends_at
     }
 
+    /// Alertmanager's silence states.
+    pub fn state(&self, now: Timestamp) -> SilenceState {
+        if self.ends_at <= now {
+            SilenceState::Expired
+        } else if now < self.starts_at {
+            SilenceState::Pending
+        } else {
+            SilenceState::Active
+        }
+    }
+
+    /// Ends the silence at `now`, unless it ends earlier; a pending one starts and ends now.
+    pub fn expire(&mut self, now: Timestamp) {
+        self.ends_at = self.ends_at.min(now);
+        self.starts_at = self.starts_at.min(self.ends_at);
+        self.updated_at = now;
+    }
+
     pub fn matches(&self, labels: &Labels) -> bool {
         self.matchers.iter().all(|m| m.matches(labels.get(&m.name).unwrap_or("")))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SilenceState {
+    Active,
+    Pending,
+    Expired,
+}
+
+/// A silence store that could not write.
+#[derive(Debug, thiserror::Error)]
+#[error("silence storage: {0}")]
+pub struct StoreError(pub String);
+
+/// A matcher as Alertmanager's API v2 writes it (`matcher` in api/v2/openapi.yaml); also how the
+/// database keeps a silence's matchers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireMatcher {
+    pub name: String,
+    pub value: String,
+    #[serde(rename = "isRegex")]
+    pub is_regex: bool,
+    #[serde(rename = "isEqual", default = "yes")]
+    pub is_equal: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl WireMatcher {
+    pub fn from_matcher(m: &Matcher) -> WireMatcher {
+        let (is_regex, is_equal) = match m.op {
+            MatchOp::Equal => (false, true),
+            MatchOp::NotEqual => (false, false),
+            MatchOp::RegexMatch => (true, true),
+            MatchOp::RegexNoMatch => (true, false),
+        };
+        WireMatcher { name: m.name.clone(), value: m.value.clone(), is_regex, is_equal }
+    }
+
+    pub fn to_matcher(&self) -> Result<Matcher, argus_model::MatcherError> {
+        let op = match (self.is_regex, self.is_equal) {
+            (false, true) => MatchOp::Equal,
+            (false, false) => MatchOp::NotEqual,
+            (true, true) => MatchOp::RegexMatch,
+            (true, false) => MatchOp::RegexNoMatch,
+        };
+        Matcher::new(self.name.clone(), op, self.value.clone())
     }
 }
 
 /// Where silences live.
 pub trait Silences: Send + Sync {
     /// Adds a silence, or replaces the one with the same id.
-    fn set(&self, s: Silence);
-    /// Ends a silence at `now`; false when there is no such silence.
-    fn expire(&self, id: &str, now: Timestamp) -> bool;
+    fn set(&self, s: Silence) -> Result<(), StoreError>;
+    /// Ends a silence at `now` (one that ends earlier keeps its end); false when there is no such
+    /// silence.
+    fn expire(&self, id: &str, now: Timestamp) -> Result<bool, StoreError>;
     fn list(&self) -> Vec<Silence>;
+    /// Forgets silences that expired `retention` or more before `now`.
+    fn gc(&self, now: Timestamp, retention: std::time::Duration);
 }
 
 #[derive(Default)]
@@ -42,25 +116,24 @@ pub struct MemSilences {
 }
 
 impl Silences for MemSilences {
-    fn set(&self, s: Silence) {
+    fn set(&self, s: Silence) -> Result<(), StoreError> {
         let mut v = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         v.retain(|x| x.id != s.id);
         v.push(s);
+        Ok(())
     }
 
-    fn expire(&self, id: &str, now: Timestamp) -> bool {
+    fn expire(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
         let mut v = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        match v.iter_mut().find(|x| x.id == id) {
-            Some(s) => {
-                s.ends_at = s.ends_at.min(now);
-                true
-            }
-            None => false,
-        }
+        Ok(v.iter_mut().find(|x| x.id == id).map(|s| s.expire(now)).is_some())
     }
 
     fn list(&self) -> Vec<Silence> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn gc(&self, now: Timestamp, retention: std::time::Duration) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).retain(|s| now - s.ends_at < retention);
     }
 }
 

@@ -57,6 +57,10 @@ impl AlertStore {
         self.alerts.get(&fp)
     }
 
+    pub fn iter(&self) -> impl Iterator<Item = &Alert> {
+        self.alerts.values()
+    }
+
     pub fn len(&self) -> usize {
         self.alerts.len()
     }

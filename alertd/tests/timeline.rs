@@ -126,14 +126,17 @@ async fn inhibition_needs_a_firing_source_with_equal_labels() {
 #[tokio::test(start_paused = true)]
 async fn silence_mutes_while_active() {
     let t = Timeline::new(INHIBIT);
-    t.silences.set(Silence {
-        id: "s1".into(),
-        matchers: vec![Matcher::eq("host", "h1")],
-        starts_at: T0,
-        ends_at: T0 + secs(150),
-        created_by: "test".into(),
-        comment: "maintenance".into(),
-    });
+    t.silences
+        .set(Silence {
+            id: "s1".into(),
+            matchers: vec![Matcher::eq("host", "h1")],
+            starts_at: T0,
+            ends_at: T0 + secs(150),
+            updated_at: T0,
+            created_by: "test".into(),
+            comment: "maintenance".into(),
+        })
+        .unwrap();
     let got = t
         .push(secs(0), vec![alert(&[("alertname", "Slow"), ("host", "h1")], None)])
         .push(secs(0), vec![alert(&[("alertname", "Slow"), ("host", "h2")], None)])

@@ -1,0 +1,137 @@
+//! alertd's HTTP API: Alertmanager's API v2 (`/api/v2/…`, the shapes of Alertmanager 0.25's
+//! api/v2/openapi.yaml, so Prometheus, vmalert and `amtool` work unchanged) and alertd's history
+//! API (`/api/v1/incidents`, `/api/v1/notifications`). The engine is shared with its timer loop
+//! (`runner::Shared`): posts go through the engine's lock, reads see live alerts and groups.
+
+mod alerts;
+mod history;
+mod silences;
+
+use crate::db::Db;
+use crate::runner::Shared;
+use crate::silence::Silences;
+use crate::time::Timestamp;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use std::sync::Arc;
+
+/// The largest request body accepted by default.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct State {
+    pub engine: Shared,
+    pub silences: Arc<dyn Silences>,
+    pub db: Arc<Db>,
+    /// The configuration file's text, for `GET /api/v2/status`.
+    pub config_text: String,
+    pub started: Timestamp,
+    pub max_body_bytes: usize,
+}
+
+/// The routes of alertd's API.
+pub fn router(state: State) -> Router {
+    let limit = state.max_body_bytes;
+    Router::new()
+        .route("/api/v2/alerts", get(alerts::get_alerts).post(alerts::post_alerts))
+        .route("/api/v2/alerts/groups", get(alerts::get_groups))
+        .route("/api/v2/silences", get(silences::get_silences).post(silences::post_silence))
+        .route("/api/v2/silence/{id}", get(silences::get_silence).delete(silences::delete_silence))
+        .route("/api/v2/status", get(alerts::get_status))
+        .route("/api/v2/receivers", get(alerts::get_receivers))
+        .route("/api/v1/incidents", get(history::get_incidents))
+        .route("/api/v1/incidents/{id}/ack", post(history::ack_incident))
+        .route("/api/v1/notifications", get(history::get_notifications))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+/// An API v2 error. Alertmanager answers errors with a JSON string (`BadRequest` and
+/// `InternalServerError` in its openapi.yaml), so alertd does too.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("request body larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Reads a body rejection: too large, or unreadable.
+    fn from_body(r: BytesRejection, limit: usize) -> ApiError {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge(limit)
+        } else {
+            ApiError::BadRequest(format!("reading the request body: {}", r.body_text()))
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "Alertmanager API request failed");
+        } else {
+            tracing::debug!(%status, error = %self, "Alertmanager API request refused");
+        }
+        (status, axum::Json(self.to_string())).into_response()
+    }
+}
+
+impl From<crate::db::DbError> for ApiError {
+    fn from(e: crate::db::DbError) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+impl From<crate::silence::StoreError> for ApiError {
+    fn from(e: crate::silence::StoreError) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+/// Query parameters in order, repeats kept (`filter` may be given several times).
+pub(crate) type Params = Vec<(String, String)>;
+
+/// A boolean parameter; `default` when absent.
+fn flag(params: &Params, name: &str, default: bool) -> Result<bool, ApiError> {
+    match params.iter().rev().find(|(k, _)| k == name) {
+        None => Ok(default),
+        Some((_, v)) => match v.as_str() {
+            "true" | "1" => Ok(true),
+            "false" | "0" => Ok(false),
+            other => Err(ApiError::BadRequest(format!("parameter {name}: {other:?} is not true or false"))),
+        },
+    }
+}
+
+/// Every `filter` parameter as matchers.
+fn filters(params: &Params) -> Result<Vec<argus_model::Matcher>, ApiError> {
+    let mut out = Vec::new();
+    for (_, v) in params.iter().filter(|(k, _)| k == "filter") {
+        out.extend(crate::config::matchers::parse(v).map_err(|e| ApiError::BadRequest(format!("filter: {e}")))?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,247 @@
+//! `/api/v2/alerts`, `/api/v2/alerts/groups`, `/api/v2/status`, `/api/v2/receivers`.
+
+use super::{ApiError, Params, State, filters, flag};
+use crate::alert::{Alert, PostableAlert};
+use crate::engine::Engine;
+use crate::silence::Silence;
+use crate::time::Timestamp;
+use argus_model::{Labels, Matcher};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Query, State as Ext};
+use regex::Regex;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+type Kv = BTreeMap<String, String>;
+
+fn kv(l: &Labels) -> Kv {
+    l.iter().map(|x| (x.name.clone(), x.value.clone())).collect()
+}
+
+/// `receiver` in openapi.yaml.
+#[derive(Debug, Serialize)]
+pub struct Receiver {
+    pub name: String,
+}
+
+/// `alertStatus`.
+#[derive(Debug, Serialize)]
+pub struct AlertStatus {
+    pub state: &'static str,
+    #[serde(rename = "silencedBy")]
+    pub silenced_by: Vec<String>,
+    #[serde(rename = "inhibitedBy")]
+    pub inhibited_by: Vec<String>,
+}
+
+/// `gettableAlert`.
+#[derive(Debug, Serialize)]
+pub struct GettableAlert {
+    pub annotations: Kv,
+    #[serde(rename = "endsAt")]
+    pub ends_at: Timestamp,
+    pub fingerprint: String,
+    pub receivers: Vec<Receiver>,
+    #[serde(rename = "startsAt")]
+    pub starts_at: Timestamp,
+    pub status: AlertStatus,
+    #[serde(rename = "updatedAt")]
+    pub updated_at: Timestamp,
+    #[serde(rename = "generatorURL")]
+    pub generator_url: String,
+    pub labels: Kv,
+}
+
+/// `alertGroup`.
+#[derive(Debug, Serialize)]
+pub struct AlertGroup {
+    pub labels: Kv,
+    pub receiver: Receiver,
+    pub alerts: Vec<GettableAlert>,
+}
+
+/// The filters of `GET /api/v2/alerts` and `/alerts/groups`, as Alertmanager applies them.
+struct AlertFilter {
+    active: bool,
+    silenced: bool,
+    inhibited: bool,
+    matchers: Vec<Matcher>,
+    receiver: Option<Regex>,
+}
+
+impl AlertFilter {
+    fn parse(p: &Params) -> Result<AlertFilter, ApiError> {
+        let receiver = match p.iter().rev().find(|(k, _)| k == "receiver") {
+            Some((_, r)) => Some(
+                Regex::new(&format!("^(?:{r})$"))
+                    .map_err(|e| ApiError::BadRequest(format!("receiver: invalid regex {r:?}: {e}")))?,
+            ),
+            None => None,
+        };
+        // `unprocessed` is accepted and has nothing to select: alertd processes an alert as it is posted.
+        flag(p, "unprocessed", true)?;
+        Ok(AlertFilter {
+            active: flag(p, "active", true)?,
+            silenced: flag(p, "silenced", true)?,
+            inhibited: flag(p, "inhibited", true)?,
+            matchers: filters(p)?,
+            receiver,
+        })
+    }
+
+    fn receiver_ok(&self, name: &str) -> bool {
+        self.receiver.as_ref().is_none_or(|re| re.is_match(name))
+    }
+
+    /// The alert as the API shows it, or None when a filter drops it (resolved alerts are never
+    /// shown, as in Alertmanager).
+    fn show(&self, e: &Engine, a: &Alert, silences: &[Silence], now: Timestamp) -> Option<GettableAlert> {
+        if a.resolved_at(now) || !self.matchers.iter().all(|m| m.matches(a.labels.get(&m.name).unwrap_or(""))) {
+            return None;
+        }
+        let receivers = e.receivers_for(&a.labels);
+        if self.receiver.is_some() && !receivers.iter().any(|r| self.receiver_ok(r)) {
+            return None;
+        }
+        let silenced_by: Vec<String> =
+            silences.iter().filter(|s| s.active_at(now) && s.matches(&a.labels)).map(|s| s.id.clone()).collect();
+        let inhibited_by: Vec<String> = e.inhibited_by(&a.labels, now).iter().map(|f| f.to_string()).collect();
+        let suppressed = !silenced_by.is_empty() || !inhibited_by.is_empty();
+        if (!self.active && !suppressed)
+            || (!self.silenced && !silenced_by.is_empty())
+            || (!self.inhibited && !inhibited_by.is_empty())
+        {
+            return None;
+        }
+        Some(GettableAlert {
+            annotations: kv(&a.annotations),
+            ends_at: a.ends_at,
+            fingerprint: a.fingerprint().to_string(),
+            receivers: receivers.into_iter().map(|name| Receiver { name }).collect(),
+            starts_at: a.starts_at,
+            status: AlertStatus { state: if suppressed { "suppressed" } else { "active" }, silenced_by, inhibited_by },
+            updated_at: a.updated_at,
+            generator_url: a.generator_url.clone(),
+            labels: kv(&a.labels),
+        })
+    }
+}
+
+/// `GET /api/v2/alerts`: the alerts that are not resolved, by fingerprint.
+pub async fn get_alerts(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<GettableAlert>>, ApiError> {
+    let f = AlertFilter::parse(&p)?;
+    let silences = s.silences.list();
+    let now = s.engine.now();
+    let e = s.engine.lock();
+    let mut out: Vec<GettableAlert> = e.alerts().filter_map(|a| f.show(&e, a, &silences, now)).collect();
+    out.sort_by(|a, b| a.fingerprint.cmp(&b.fingerprint));
+    Ok(Json(out))
+}
+
+/// `GET /api/v2/alerts/groups`: the aggregation groups and their shown alerts; groups left with
+/// none are left out.
+pub async fn get_groups(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<AlertGroup>>, ApiError> {
+    let f = AlertFilter::parse(&p)?;
+    let silences = s.silences.list();
+    let now = s.engine.now();
+    let e = s.engine.lock();
+    let mut out: Vec<(String, AlertGroup)> = Vec::new();
+    for g in e.groups() {
+        if !f.receiver_ok(&g.opts.receiver) {
+            continue;
+        }
+        let alerts: Vec<GettableAlert> =
+            g.sorted_alerts().iter().filter_map(|a| f.show(&e, a, &silences, now)).collect();
+        if !alerts.is_empty() {
+            let group =
+                AlertGroup { labels: kv(&g.labels), receiver: Receiver { name: g.opts.receiver.clone() }, alerts };
+            out.push((g.key.clone(), group));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(Json(out.into_iter().map(|(_, g)| g).collect()))
+}
+
+/// `POST /api/v2/alerts`: every alert is checked before any is taken in; one bad alert refuses
+/// the whole request, naming it by its position.
+pub async fn post_alerts(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>) -> Result<(), ApiError> {
+    let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
+    let items: Vec<serde_json::Value> = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::BadRequest(format!("body is not a JSON array of alerts: {e}")))?;
+    let mut posted = Vec::with_capacity(items.len());
+    for (i, v) in items.into_iter().enumerate() {
+        let a: PostableAlert =
+            serde_json::from_value(v).map_err(|e| ApiError::BadRequest(format!("alert {i}: {e}")))?;
+        posted.push(a);
+    }
+    let now = s.engine.now();
+    let stored = {
+        let mut e = s.engine.lock();
+        let rt = e.config().resolve_timeout;
+        let mut alerts = Vec::with_capacity(posted.len());
+        for (i, p) in posted.into_iter().enumerate() {
+            alerts.push(p.into_alert(now, rt).map_err(|err| ApiError::BadRequest(format!("alert {i}: {err}")))?);
+        }
+        let fps: Vec<_> = alerts.iter().map(Alert::fingerprint).collect();
+        e.advance(now);
+        e.ingest(now, alerts);
+        e.advance(now);
+        fps.iter().filter_map(|fp| e.alert(*fp).cloned()).collect::<Vec<_>>()
+    };
+    s.engine.changed();
+    tracing::debug!(alerts = stored.len(), "Alerts received");
+    if let Err(error) = s.db.record_alerts(&stored) {
+        // The alerts are in the pipeline; only their history row is missing.
+        tracing::error!(%error, "Alert history write failed");
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+pub struct Status {
+    cluster: ClusterStatus,
+    #[serde(rename = "versionInfo")]
+    version_info: BTreeMap<&'static str, String>,
+    config: ConfigText,
+    uptime: Timestamp,
+}
+
+#[derive(Serialize)]
+struct ClusterStatus {
+    name: String,
+    status: &'static str,
+    peers: Vec<()>,
+}
+
+#[derive(Serialize)]
+struct ConfigText {
+    original: String,
+}
+
+/// `GET /api/v2/status`: alertd runs alone, so its cluster status is `disabled`.
+pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
+    let version: BTreeMap<&'static str, String> = [
+        ("version", env!("CARGO_PKG_VERSION").to_string()),
+        ("revision", String::new()),
+        ("branch", String::new()),
+        ("buildUser", String::new()),
+        ("buildDate", String::new()),
+        ("goVersion", String::new()),
+    ]
+    .into_iter()
+    .collect();
+    Json(Status {
+        cluster: ClusterStatus { name: String::new(), status: "disabled", peers: Vec::new() },
+        version_info: version,
+        config: ConfigText { original: s.config_text.clone() },
+        uptime: s.started,
+    })
+}
+
+/// `GET /api/v2/receivers`.
+pub async fn get_receivers(Ext(s): Ext<State>) -> Json<Vec<Receiver>> {
+    let e = s.engine.lock();
+    Json(e.config().receivers.keys().map(|name| Receiver { name: name.clone() }).collect())
+}

@@ -1,0 +1,137 @@
+//! alertd's history API, in the Prometheus API's envelope (`{"status": "success", "data": …}`):
+//! `GET /api/v1/incidents`, `GET /api/v1/notifications`, `POST /api/v1/incidents/{id}/ack`.
+
+use super::{ApiError, Params, State};
+use crate::db::{Ack, IncidentRow, NotificationRow, Range};
+use crate::time::Timestamp;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State as Ext};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+/// Rows answered when `limit` is not given, and the most answered at all.
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 10_000;
+
+#[derive(Serialize)]
+pub struct Success<T> {
+    status: &'static str,
+    data: T,
+}
+
+fn ok<T>(data: T) -> Json<Success<T>> {
+    Json(Success { status: "success", data })
+}
+
+/// An error in the Prometheus API's envelope.
+pub struct V1Error(ApiError);
+
+impl From<ApiError> for V1Error {
+    fn from(e: ApiError) -> Self {
+        V1Error(e)
+    }
+}
+
+impl From<crate::db::DbError> for V1Error {
+    fn from(e: crate::db::DbError) -> Self {
+        V1Error(e.into())
+    }
+}
+
+impl IntoResponse for V1Error {
+    fn into_response(self) -> Response {
+        let status = self.0.status();
+        let kind = match status {
+            StatusCode::NOT_FOUND => "not_found",
+            s if s.is_server_error() => "internal",
+            _ => "bad_data",
+        };
+        if status.is_server_error() {
+            tracing::error!(error = %self.0, "History API request failed");
+        }
+        let body = serde_json::json!({"status": "error", "errorType": kind, "error": self.0.to_string()});
+        (status, Json(body)).into_response()
+    }
+}
+
+/// A time parameter: Unix seconds (with a fraction) or RFC 3339.
+fn time(p: &Params, name: &str) -> Result<Option<Timestamp>, ApiError> {
+    let Some((_, v)) = p.iter().rev().find(|(k, _)| k == name) else { return Ok(None) };
+    if let Ok(secs) = v.parse::<f64>()
+        && secs.is_finite()
+    {
+        return Ok(Some(Timestamp((secs * 1000.0).round() as i64)));
+    }
+    Timestamp::parse_rfc3339(v).map(Some).map_err(|e| ApiError::BadRequest(format!("parameter {name}: {e}")))
+}
+
+fn range(p: &Params) -> Result<Range, ApiError> {
+    let start = time(p, "start")?.unwrap_or(Timestamp(i64::MIN));
+    let end = time(p, "end")?.unwrap_or(Timestamp(i64::MAX));
+    if end < start {
+        return Err(ApiError::BadRequest("end is before start".into()));
+    }
+    let limit = match p.iter().rev().find(|(k, _)| k == "limit") {
+        None => DEFAULT_LIMIT,
+        Some((_, v)) => match v.parse::<usize>() {
+            Ok(0) => DEFAULT_LIMIT,
+            Ok(n) => n.min(MAX_LIMIT),
+            Err(_) => return Err(ApiError::BadRequest(format!("parameter limit: {v:?} is not a count"))),
+        },
+    };
+    Ok(Range { start, end, limit })
+}
+
+/// `GET /api/v1/incidents?start=&end=&limit=`: incidents opened in the range, newest first.
+pub async fn get_incidents(
+    Ext(s): Ext<State>,
+    Query(p): Query<Params>,
+) -> Result<Json<Success<Vec<IncidentRow>>>, V1Error> {
+    Ok(ok(s.db.incidents(range(&p)?)?))
+}
+
+/// `GET /api/v1/notifications?start=&end=&limit=&receiver=`: notifications sent in the range,
+/// newest first.
+pub async fn get_notifications(
+    Ext(s): Ext<State>,
+    Query(p): Query<Params>,
+) -> Result<Json<Success<Vec<NotificationRow>>>, V1Error> {
+    let receiver = p.iter().rev().find(|(k, _)| k == "receiver").map(|(_, v)| v.as_str());
+    Ok(ok(s.db.notifications(range(&p)?, receiver)?))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AckBody {
+    #[serde(default)]
+    by: String,
+    #[serde(default)]
+    comment: String,
+}
+
+/// `POST /api/v1/incidents/{id}/ack` with an optional body `{"by": …, "comment": …}`: records the
+/// acknowledgement (the first one stands) and answers the incident.
+pub async fn ack_incident(
+    Ext(s): Ext<State>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Success<IncidentRow>>, V1Error> {
+    let id: i64 = id.parse().map_err(|_| ApiError::BadRequest(format!("incident id {id:?} is not a number")))?;
+    let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
+    let b: AckBody = if body.iter().all(u8::is_ascii_whitespace) {
+        AckBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("acknowledgement: {e}")))?
+    };
+    let ack = Ack { at: s.engine.now(), by: b.by, comment: b.comment };
+    match s.db.ack_incident(id, &ack)? {
+        Some(row) => {
+            tracing::info!(incident = id, by = %ack.by, "Incident acknowledged");
+            Ok(ok(row))
+        }
+        None => Err(ApiError::NotFound(format!("incident {id} not found")).into()),
+    }
+}

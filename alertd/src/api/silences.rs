@@ -1,0 +1,219 @@
+//! `/api/v2/silences` and `/api/v2/silence/{id}`, with Alertmanager's validation and update rules.
+
+use super::{ApiError, Params, State, filters};
+use crate::alert::valid_label_name;
+use crate::silence::{Silence, SilenceState, WireMatcher};
+use crate::time::Timestamp;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State as Ext};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
+
+/// `postableSilence`; with its id set, the body of a `gettableSilence` too.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostableSilence {
+    #[serde(default)]
+    pub id: String,
+    pub matchers: Vec<WireMatcher>,
+    #[serde(rename = "startsAt")]
+    pub starts_at: Timestamp,
+    #[serde(rename = "endsAt")]
+    pub ends_at: Timestamp,
+    #[serde(rename = "createdBy")]
+    pub created_by: String,
+    pub comment: String,
+}
+
+/// `gettableSilence`.
+#[derive(Debug, Serialize)]
+pub struct GettableSilence {
+    #[serde(flatten)]
+    pub silence: PostableSilence,
+    pub status: SilenceStatus,
+    #[serde(rename = "updatedAt")]
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SilenceStatus {
+    pub state: SilenceState,
+}
+
+fn gettable(s: &Silence, now: Timestamp) -> GettableSilence {
+    GettableSilence {
+        silence: PostableSilence {
+            id: s.id.clone(),
+            matchers: s.matchers.iter().map(WireMatcher::from_matcher).collect(),
+            starts_at: s.starts_at,
+            ends_at: s.ends_at,
+            created_by: s.created_by.clone(),
+            comment: s.comment.clone(),
+        },
+        status: SilenceStatus { state: s.state(now) },
+        updated_at: s.updated_at,
+    }
+}
+
+/// Alertmanager's `CheckSilenceMatchesFilterLabels`: the filter matchers match the label set
+/// made of the silence's matcher names and values.
+fn matches_filter(s: &Silence, filter: &[argus_model::Matcher]) -> bool {
+    let set: BTreeMap<&str, &str> = s.matchers.iter().map(|m| (m.name.as_str(), m.value.as_str())).collect();
+    filter.iter().all(|f| set.get(f.name.as_str()).is_some_and(|v| f.matches(v)))
+}
+
+/// `GET /api/v2/silences`: active ones first (soonest to end first), then pending (soonest to start
+/// first), then expired (latest to end first), as Alertmanager sorts them.
+pub async fn get_silences(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<GettableSilence>>, ApiError> {
+    let filter = filters(&p)?;
+    let now = s.engine.now();
+    let mut list: Vec<Silence> = s.silences.list().into_iter().filter(|x| matches_filter(x, &filter)).collect();
+    list.sort_by(|a, b| {
+        let (sa, sb) = (a.state(now), b.state(now));
+        sa.cmp(&sb).then_with(|| match sa {
+            SilenceState::Active => a.ends_at.cmp(&b.ends_at),
+            SilenceState::Pending => a.starts_at.cmp(&b.starts_at),
+            SilenceState::Expired => b.ends_at.cmp(&a.ends_at),
+        })
+    });
+    Ok(Json(list.iter().map(|x| gettable(x, now)).collect()))
+}
+
+pub async fn get_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<Json<GettableSilence>, ApiError> {
+    let now = s.engine.now();
+    match s.silences.list().iter().find(|x| x.id == id) {
+        Some(x) => Ok(Json(gettable(x, now))),
+        None => Err(ApiError::NotFound(format!("silence {id} not found"))),
+    }
+}
+
+/// `DELETE /api/v2/silence/{id}`: expires the silence now (one already expired is left as it is).
+pub async fn delete_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<(), ApiError> {
+    let now = s.engine.now();
+    if !s.silences.expire(&id, now)? {
+        return Err(ApiError::NotFound(format!("silence {id} not found")));
+    }
+    tracing::info!(silence = %id, "Silence expired");
+    Ok(())
+}
+
+#[derive(Serialize)]
+pub struct Created {
+    #[serde(rename = "silenceID")]
+    silence_id: String,
+}
+
+/// `POST /api/v2/silences`: creates a silence, or updates the one named by `id`. As Alertmanager,
+/// an update that changes what an active silence matches or when it started, or one of an expired
+/// silence, expires the old silence and makes a new one with a new id.
+pub async fn post_silence(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>) -> Result<Json<Created>, ApiError> {
+    let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
+    let p: PostableSilence =
+        serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("silence: {e}")))?;
+    let now = s.engine.now();
+    let mut new = validate(p, now)?;
+    let old = if new.id.is_empty() {
+        None
+    } else {
+        match s.silences.list().into_iter().find(|x| x.id == new.id) {
+            Some(old) => Some(old),
+            None => return Err(ApiError::NotFound(format!("silence {} not found", new.id))),
+        }
+    };
+    if let Some(old) = old {
+        let same_matchers = old.matchers.iter().map(WireMatcher::from_matcher).collect::<Vec<_>>()
+            == new.matchers.iter().map(WireMatcher::from_matcher).collect::<Vec<_>>();
+        let in_place = match old.state(now) {
+            SilenceState::Expired => false,
+            SilenceState::Active => same_matchers && new.starts_at <= now.max(old.starts_at),
+            SilenceState::Pending => true,
+        };
+        if in_place {
+            if old.state(now) == SilenceState::Active {
+                new.starts_at = old.starts_at;
+            }
+        } else {
+            s.silences.expire(&old.id, now)?;
+            new.id = String::new();
+        }
+    }
+    if new.id.is_empty() {
+        new.id = new_id();
+    }
+    let id = new.id.clone();
+    tracing::info!(silence = %id, matchers = ?new.matchers.iter().map(|m| m.to_string()).collect::<Vec<_>>(), "Silence set");
+    s.silences.set(new)?;
+    Ok(Json(Created { silence_id: id }))
+}
+
+/// Alertmanager's checks on a posted silence; a start in the past becomes now.
+fn validate(p: PostableSilence, now: Timestamp) -> Result<Silence, ApiError> {
+    let bad = |m: String| Err(ApiError::BadRequest(m));
+    if p.matchers.is_empty() {
+        return bad("silence: at least one matcher required".into());
+    }
+    let mut matchers = Vec::with_capacity(p.matchers.len());
+    for (i, w) in p.matchers.iter().enumerate() {
+        if !valid_label_name(&w.name) {
+            return bad(format!("silence: matcher {i}: invalid label name {:?}", w.name));
+        }
+        matchers.push(w.to_matcher().map_err(|e| ApiError::BadRequest(format!("silence: matcher {i}: {e}")))?);
+    }
+    if matchers.iter().all(|m| m.matches_empty()) {
+        return bad("silence: at least one matcher must not match the empty string".into());
+    }
+    if p.starts_at.is_zero() || p.ends_at.is_zero() {
+        return bad("silence: startsAt and endsAt are required".into());
+    }
+    if p.ends_at < p.starts_at {
+        return bad("silence: end time must not be before start time".into());
+    }
+    if p.ends_at <= now {
+        return bad("silence: end time can't be in the past".into());
+    }
+    if p.created_by.is_empty() {
+        return bad("silence: createdBy is required".into());
+    }
+    if p.comment.is_empty() {
+        return bad("silence: comment is required".into());
+    }
+    Ok(Silence {
+        id: p.id,
+        matchers,
+        starts_at: p.starts_at.max(now),
+        ends_at: p.ends_at,
+        updated_at: now,
+        created_by: p.created_by,
+        comment: p.comment,
+    })
+}
+
+/// A random version 4 UUID, the form Alertmanager's silence ids take (`amtool` prints them).
+fn new_id() -> String {
+    // RandomState is seeded from the OS once per thread and stepped for every instance, so two
+    // calls never share a key; the time and a counter vary the input as well.
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let half = |salt: u64| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(salt);
+        h.write_u64(n);
+        h.write_u128(t);
+        h.finish()
+    };
+    let (hi, lo) = (half(1), half(2));
+    let hi = (hi & 0xffff_ffff_ffff_0fff) | 0x4000;
+    let lo = (lo & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
+}

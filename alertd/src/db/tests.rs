@@ -1,0 +1,173 @@
+use super::*;
+use crate::alert::PostableAlert;
+use crate::engine::Engine;
+use crate::notify::{Notifier, Recorder};
+use crate::silence::{Silence, Silences};
+use crate::time::Timestamp;
+use argus_model::Matcher;
+use std::sync::Arc;
+use std::time::Duration;
+
+const CONFIG: &str = r#"
+route:
+  receiver: team
+  group_by: [alertname]
+  group_wait: 30s
+  group_interval: 5m
+  repeat_interval: 1h
+receivers:
+  - name: team
+    webhook_configs: [{url: 'http://localhost:5001/'}]
+"#;
+
+const T0: Timestamp = Timestamp(1_600_000_000_000);
+
+fn at(s: u64) -> Timestamp {
+    T0 + Duration::from_secs(s)
+}
+
+fn alert(name: &str, host: &str) -> PostableAlert {
+    PostableAlert {
+        labels: [("alertname", name), ("host", host)].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        annotations: Default::default(),
+        starts_at: None,
+        ends_at: None,
+        generator_url: String::new(),
+    }
+}
+
+/// An engine over the database in `dir`, as a fresh process would build it.
+fn engine(dir: &Path, notifier: Arc<dyn Notifier>) -> (Engine, Arc<DbSilences>) {
+    let db = Arc::new(Db::open(dir).unwrap());
+    let silences = Arc::new(DbSilences::load(db.clone()).unwrap());
+    let nflog = Arc::new(DbLog::load(db.clone()).unwrap());
+    let cfg = crate::config::parse(CONFIG, "test.yml").unwrap();
+    let notifier = Arc::new(HistoryNotifier { inner: notifier, db });
+    (Engine::new(cfg, silences.clone(), nflog, notifier), silences)
+}
+
+/// Posts at `t` and runs the timers to `until`; returns the alert names notified.
+fn run(e: &mut Engine, rec: &Recorder, t: Timestamp, alerts: Vec<PostableAlert>, until: Timestamp) -> Vec<String> {
+    e.advance(t);
+    e.post(t, alerts).unwrap();
+    e.advance(until);
+    rec.take()
+        .iter()
+        .map(|n| n.message.alerts.iter().map(|a| a.labels["alertname"].clone()).collect::<Vec<_>>().join(","))
+        .collect()
+}
+
+#[test]
+fn silence_survives_a_restart_and_still_mutes() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_e, silences) = engine(dir.path(), Arc::new(Recorder::default()));
+        silences
+            .set(Silence {
+                id: "s1".into(),
+                matchers: vec![Matcher::eq("host", "h1")],
+                starts_at: T0,
+                ends_at: at(3600),
+                updated_at: T0,
+                created_by: "ops".into(),
+                comment: "maintenance".into(),
+            })
+            .unwrap();
+        // An expired one stays expired.
+        silences
+            .set(Silence {
+                id: "s2".into(),
+                matchers: vec![Matcher::eq("host", "h2")],
+                starts_at: T0,
+                ends_at: at(3600),
+                updated_at: T0,
+                created_by: "ops".into(),
+                comment: String::new(),
+            })
+            .unwrap();
+        assert!(silences.expire("s2", at(1)).unwrap());
+        assert!(!silences.expire("nope", at(1)).unwrap());
+    }
+    let rec = Arc::new(Recorder::default());
+    let (mut e, silences) = engine(dir.path(), rec.clone());
+    let mut ids: Vec<_> = silences.list().into_iter().map(|s| (s.id, s.ends_at, s.comment)).collect();
+    ids.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(ids, vec![("s1".into(), at(3600), "maintenance".into()), ("s2".into(), at(1), String::new())]);
+    let sent = run(&mut e, &rec, at(10), vec![alert("Muted", "h1"), alert("Loud", "h2")], at(60));
+    assert_eq!(sent, vec!["Loud"]);
+    // Expired silences are kept 120 hours, then forgotten, on disk too.
+    silences.gc(at(1 + 120 * 3600 - 1), Duration::from_secs(120 * 3600));
+    assert_eq!(silences.list().len(), 2);
+    silences.gc(at(1 + 120 * 3600), Duration::from_secs(120 * 3600));
+    assert_eq!(silences.list().iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["s1"]);
+    drop(e);
+    let (_, silences) = engine(dir.path(), rec.clone());
+    assert_eq!(silences.list().iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["s1"]);
+}
+
+#[test]
+fn notification_log_survives_a_restart_and_still_dedups() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    {
+        let (mut e, _) = engine(dir.path(), rec.clone());
+        assert_eq!(run(&mut e, &rec, at(0), vec![alert("A", "h1")], at(60)), vec!["A"]);
+    }
+    // A new process gets the same alert again: its group flushes after group_wait, but the log says
+    // the receiver was told within repeat_interval, so nothing is sent.
+    let (mut e, _) = engine(dir.path(), rec.clone());
+    assert_eq!(run(&mut e, &rec, at(120), vec![alert("A", "h1")], at(400)), Vec::<String>::new());
+    // Without the log it would have been sent: a fresh directory does send it.
+    let fresh = tempfile::tempdir().unwrap();
+    let (mut e, _) = engine(fresh.path(), rec.clone());
+    assert_eq!(run(&mut e, &rec, at(120), vec![alert("A", "h1")], at(400)), vec!["A"]);
+}
+
+#[test]
+fn notifications_are_recorded_and_queryable() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    let (mut e, _) = engine(dir.path(), rec.clone());
+    run(&mut e, &rec, at(0), vec![alert("A", "h1")], at(60));
+    run(&mut e, &rec, at(61), vec![alert("B", "h1")], at(200));
+    let db = Db::open(dir.path()).unwrap();
+    let all = db.notifications(Range { start: T0, end: at(1000), limit: 10 }, None).unwrap();
+    let got: Vec<_> = all.iter().map(|n| (n.at, n.receiver.as_str(), n.status.as_str(), n.alerts)).collect();
+    assert_eq!(got, vec![(at(91), "team", "firing", 1), (at(30), "team", "firing", 1)]);
+    assert_eq!(all[1].payload["groupKey"], all[1].group_key.as_str());
+    let one = db.notifications(Range { start: T0, end: at(1000), limit: 1 }, Some("team")).unwrap();
+    assert_eq!(one.len(), 1);
+    assert!(db.notifications(Range { start: at(100), end: at(1000), limit: 10 }, None).unwrap().is_empty());
+    assert!(db.notifications(Range { start: T0, end: at(1000), limit: 10 }, Some("other")).unwrap().is_empty());
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Db::open(dir.path()).unwrap());
+    let conn = rusqlite::Connection::open(dir.path().join(FILE_NAME)).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    let err = Db::open(dir.path()).err().unwrap().to_string();
+    assert!(err.contains("schema version 99 is newer"), "{err}");
+}
+
+#[test]
+fn alert_history_keeps_one_row_per_start_and_follows_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let rt = Duration::from_secs(300);
+    let mut a = alert("A", "h1").into_alert(at(0), rt).unwrap();
+    db.record_alerts(std::slice::from_ref(&a)).unwrap();
+    a.ends_at = at(60);
+    a.updated_at = at(60);
+    db.record_alerts(std::slice::from_ref(&a)).unwrap();
+    let again = alert("A", "h1").into_alert(at(600), rt).unwrap();
+    db.record_alerts(&[again]).unwrap();
+    let conn = db.conn();
+    let mut st = conn.prepare("SELECT starts_at, ends_at, labels FROM alert_history ORDER BY starts_at").unwrap();
+    let rows: Vec<(i64, i64, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().collect::<Result<_, _>>().unwrap();
+    let labels = r#"{"alertname":"A","host":"h1"}"#.to_string();
+    assert_eq!(rows, vec![(at(0).0, at(60).0, labels.clone()), (at(600).0, at(900).0, labels)]);
+}
