@@ -9,6 +9,7 @@
 pub mod alert;
 pub mod clock;
 pub mod config;
+pub mod deliver;
 pub mod dispatch;
 pub mod engine;
 pub mod flap;
@@ -17,6 +18,7 @@ pub mod inhibit;
 pub mod mute;
 pub mod nflog;
 pub mod notify;
+pub mod outbox;
 pub mod receiver;
 pub mod replay;
 pub mod route;
