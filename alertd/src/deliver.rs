@@ -287,8 +287,22 @@ impl Deliverer {
     }
 
     /// Starts one worker per integration; they run until the returned tasks are aborted. Pending
-    /// entries from before a restart are sent first.
+    /// entries from before a restart are sent first; those of integrations no longer configured fail.
     pub fn spawn(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        match self.outbox.pending_integrations() {
+            Ok(names) => {
+                for name in names.iter().filter(|n| !self.integrations.contains_key(*n)) {
+                    let error = DeliverError::Unknown(name.clone()).to_string();
+                    match self.outbox.fail_pending(name, &error, now_millis()) {
+                        Ok(n) => {
+                            tracing::error!(integration = %name, entries = n, "Pending notifications failed: integration no longer configured")
+                        }
+                        Err(error) => tracing::warn!(integration = %name, %error, "Outbox update failed"),
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "Outbox unreadable"),
+        }
         self.integrations
             .iter()
             .map(|(name, integration)| {

@@ -166,6 +166,26 @@ impl Outbox {
         })
     }
 
+    /// The integrations that have pending entries.
+    pub fn pending_integrations(&self) -> Result<Vec<String>, OutboxError> {
+        self.with(|c| {
+            let mut stmt = c.prepare("SELECT DISTINCT integration FROM outbox WHERE state = 'pending'")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect()
+        })
+    }
+
+    /// Fails every pending entry of `integration`.
+    pub fn fail_pending(&self, integration: &str, error: &str, now: i64) -> Result<usize, OutboxError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE outbox SET state = 'failed', last_error = ?2, done_at = ?3
+                 WHERE integration = ?1 AND state = 'pending'",
+                params![integration, error, now],
+            )
+        })
+    }
+
     /// Ends an entry as delivered or failed.
     pub fn finish(&self, id: i64, state: State, error: Option<&str>, now: i64) -> Result<(), OutboxError> {
         self.with(|c| {

@@ -1,7 +1,7 @@
 //! DingTalk custom robot: a markdown message, signed when a secret is set, at most 20 a minute.
 
 use super::limit::Window;
-use super::robot::{check, unix_millis};
+use super::robot::check;
 use super::sign::{base64, hmac_sha256};
 use super::text::{self, Markup};
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
@@ -35,7 +35,7 @@ impl Integration for DingTalk {
             let mut url = reqwest::Url::parse(self.target.url.expose())
                 .map_err(|e| DeliverError::Request(format!("robot url: {e}")))?;
             if let Some(secret) = &self.secret {
-                let ts = unix_millis();
+                let ts = super::now_millis();
                 // Form-urlencoded, as the vendor's `quote_plus`.
                 url.query_pairs_mut().append_pair("timestamp", &ts.to_string()).append_pair("sign", &sign(secret, ts));
             }

@@ -1,6 +1,6 @@
 //! Feishu/Lark custom bot: an interactive card, signed in the body when a secret is set.
 
-use super::robot::{check, unix_millis};
+use super::robot::check;
 use super::sign::{base64, hmac_sha256};
 use super::text::{self, Markup};
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
@@ -41,7 +41,7 @@ impl Integration for Feishu {
                 // The signature goes in the body, and it carries the send time: added per attempt.
                 let mut v: serde_json::Value =
                     serde_json::from_slice(body).map_err(|e| DeliverError::Render(e.to_string()))?;
-                let ts = unix_millis() / 1000;
+                let ts = super::now_millis() / 1000;
                 v["timestamp"] = json!(ts.to_string());
                 v["sign"] = json!(sign(secret, ts));
                 signed = serde_json::to_vec(&v).map_err(|e| DeliverError::Render(e.to_string()))?;

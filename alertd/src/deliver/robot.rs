@@ -23,8 +23,3 @@ pub fn check(body: &[u8], code_key: &str, msg_key: &str, too_fast: &[i64]) -> Re
     }
     Err(DeliverError::Refused(format!("{code_key} {code}: {msg}")))
 }
-
-/// Milliseconds or seconds since the epoch now, as the robots' signatures need.
-pub fn unix_millis() -> i64 {
-    super::now_millis()
-}

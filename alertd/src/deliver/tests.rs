@@ -278,3 +278,16 @@ async fn a_rate_limit_batches_what_it_holds_into_one_message() {
     assert_eq!(got[2].headers["idempotency-key"], outbox::batch_key(&keys).as_str());
     assert!(got[2].at - got[0].at >= Duration::from_millis(390), "the batch waited for the window");
 }
+
+#[tokio::test]
+async fn entries_of_an_integration_no_longer_configured_fail_at_start() {
+    let s = setup(Integrations::new(), fast_policy());
+    let n = alert_n(0);
+    s.outbox.enqueue(&outbox::idempotency_key(&n), "team", "gone/webhook/0", b"{}", "{}", 0).unwrap();
+    let _w = s.deliverer.spawn();
+    let (state, error, _) = s.outbox.state(&outbox::idempotency_key(&n)).unwrap().unwrap();
+    assert_eq!(
+        (state.as_str(), error.as_deref()),
+        ("failed", Some("integration gone/webhook/0 is no longer configured"))
+    );
+}
