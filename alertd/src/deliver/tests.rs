@@ -147,6 +147,16 @@ async fn server_errors_are_retried_under_one_key_and_signed() {
     assert!(got[1].at - got[0].at >= Duration::from_millis(20));
     assert!(got[2].at - got[1].at >= Duration::from_millis(40));
     assert_eq!(s.outbox.state(&key).unwrap(), Some(("delivered".into(), None, 3)));
+    let mut registry = prometheus_client::registry::Registry::default();
+    s.deliverer.metrics().register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    for line in [
+        r#"argus_alertd_notifications_total{receiver="team",integration="webhook",outcome="retried"} 2"#,
+        r#"argus_alertd_notifications_total{receiver="team",integration="webhook",outcome="delivered"} 1"#,
+    ] {
+        assert!(text.contains(line), "{line} missing in\n{text}");
+    }
 }
 
 #[tokio::test]
