@@ -14,6 +14,7 @@ pub mod metrics;
 mod robot;
 pub mod sign;
 pub mod slack;
+pub mod template;
 pub mod text;
 pub mod webhook;
 pub mod wecom;
@@ -136,6 +137,7 @@ pub fn build(cfg: &Config) -> Result<Integrations, DeliverError> {
                 target: target(&w.url, w.timeout),
                 hmac_secret: w.hmac_secret.clone(),
                 signature_header: w.signature_header.clone(),
+                body_template: w.body_template.clone(),
             };
             add("webhook", i, Arc::new(hook));
         }

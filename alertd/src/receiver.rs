@@ -2,6 +2,7 @@
 //! named after what it talks to (`webhook`, `slack`, `dingtalk`, `feishu`, `wecom`); the kind is
 //! also its config key (`<kind>_configs`) and the middle of its notification-log name.
 
+use crate::deliver::template::BodyTemplate;
 use argus_model::Secret;
 use std::time::Duration;
 
@@ -45,6 +46,8 @@ pub struct WebhookConfig {
     pub hmac_secret: Option<Secret>,
     /// `argus.signature_header`: where the signature goes.
     pub signature_header: String,
+    /// `argus.body_template`: a custom JSON body instead of the v4 message.
+    pub body_template: Option<BodyTemplate>,
 }
 
 /// Message language of the IM receivers.

@@ -239,6 +239,7 @@ pub struct Webhook {
 pub struct WebhookArgus {
     pub hmac_secret: Option<String>,
     pub signature_header: Option<String>,
+    pub body_template: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -191,6 +191,10 @@ fn bad_receivers_name_the_field() {
         expect!["alertd.yml:4: receivers[0].slack_configs[0].title: not supported by alertd yet"],
     );
     check(
+        "webhook_configs: [{url: 'https://h/', argus: {body_template: '{\"s\": {{ .State }}}'}}]",
+        expect!["alertd.yml:4: receivers[0].webhook_configs[0].argus.body_template: unknown placeholder {{ .State }}"],
+    );
+    check(
         "webhook_configs: [{url: 'ftp://h/tok'}]",
         expect!["alertd.yml:4: receivers[0].webhook_configs[0].url: not an http(s) URL"],
     );

@@ -4,6 +4,7 @@
 
 use super::raw;
 use super::{Config, ConfigError, duration, im, matchers};
+use crate::deliver::template::BodyTemplate;
 use crate::deliver::webhook::SIGNATURE_HEADER;
 use crate::flap::FlapConfig;
 use crate::incident::{CauseRule, CorrelationConfig};
@@ -182,6 +183,13 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
                 timeout,
                 hmac_secret: ext.and_then(|a| a.hmac_secret.clone()).map(Secret::new),
                 signature_header: signature_header.unwrap_or_else(|| SIGNATURE_HEADER.to_string()),
+                body_template: match ext.and_then(|a| a.body_template.as_deref()) {
+                    None => None,
+                    Some(t) => Some(
+                        BodyTemplate::parse(t)
+                            .map_err(|e| c.err(format!("{wf}argus.body_template"), "body_template:", e))?,
+                    ),
+                },
             });
         }
         let mut receiver = Receiver { name: r.name.clone(), webhooks, ..Receiver::default() };

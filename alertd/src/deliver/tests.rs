@@ -94,6 +94,7 @@ fn webhook(url: &str, timeout: Duration, secret: Option<&str>) -> Integrations {
         target: HttpTarget { client: reqwest::Client::new(), url: Secret::new(url), timeout },
         hmac_secret: secret.map(Secret::new),
         signature_header: webhook::SIGNATURE_HEADER.into(),
+        body_template: None,
     };
     Integrations::from([(HOOK.to_string(), Arc::new(hook) as Arc<dyn Integration>)])
 }
@@ -300,4 +301,22 @@ async fn entries_of_an_integration_no_longer_configured_fail_at_start() {
         (state.as_str(), error.as_deref()),
         ("failed", Some("integration gone/webhook/0 is no longer configured"))
     );
+}
+
+#[tokio::test]
+async fn a_body_template_replaces_the_v4_message() {
+    let (r, url) = receiver(vec![]).await;
+    let template = template::BodyTemplate::parse(r#"{"msg": {{ .Title }}, "group": {{ .GroupKey }}}"#).unwrap();
+    let hook = webhook::Webhook {
+        target: HttpTarget { client: reqwest::Client::new(), url: Secret::new(url), timeout: Duration::from_secs(5) },
+        hmac_secret: Some(Secret::new("k")),
+        signature_header: "X-Sig".into(),
+        body_template: Some(template),
+    };
+    let n = alert_n(0);
+    let body = hook.render(&n).unwrap();
+    hook.send(&body, "key-1").await.unwrap();
+    let got = r.got().pop().unwrap();
+    assert_eq!(String::from_utf8(got.body.clone()).unwrap(), r#"{"msg": "[FIRING:1]", "group": "{}:{host=\"a\"}"}"#);
+    assert_eq!(got.headers["x-sig"], format!("sha256={}", webhook::sign_hex(&Secret::new("k"), &got.body)).as_str());
 }

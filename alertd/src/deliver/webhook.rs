@@ -2,6 +2,7 @@
 //! header and, when a secret is configured, an HMAC-SHA256 signature of the body.
 
 use super::sign::{hex, hmac_sha256};
+use super::template::BodyTemplate;
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
 use crate::notify::Notification;
 use argus_model::Secret;
@@ -14,11 +15,15 @@ pub struct Webhook {
     /// Signs bodies as `sha256=<hex of HMAC-SHA256(secret, body)>` in `signature_header`.
     pub hmac_secret: Option<Secret>,
     pub signature_header: String,
+    pub body_template: Option<BodyTemplate>,
 }
 
 impl Integration for Webhook {
     fn render(&self, n: &Notification) -> Result<Vec<u8>, DeliverError> {
-        serde_json::to_vec(&n.message).map_err(|e| DeliverError::Render(e.to_string()))
+        match &self.body_template {
+            Some(t) => t.render(&n.message).map_err(DeliverError::Render),
+            None => serde_json::to_vec(&n.message).map_err(|e| DeliverError::Render(e.to_string())),
+        }
     }
 
     fn send<'a>(&'a self, body: &'a [u8], key: &'a str) -> BoxFuture<'a, Result<(), DeliverError>> {
