@@ -3,7 +3,7 @@
 
 use argus_alertd::deliver;
 use argus_alertd::notify::Notification;
-use std::io::Read;
+use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -61,11 +61,23 @@ async fn email_reaches_a_real_smtp_server_with_text_and_html_parts() {
     let body = email.render(&n).unwrap();
     email.send(&body, &key).await.unwrap_or_else(|e| panic!("send: {e}"));
 
-    // The debugging handler prints the message after it is accepted; give it a moment, then stop.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The debugging handler prints the message once accepted, ending with an END MESSAGE line.
+    let mut stdout = std::io::BufReader::new(smtpd.0.stdout.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        while !out.contains("END MESSAGE") {
+            if stdout.read_line(&mut out).unwrap_or(0) == 0 {
+                break;
+            }
+        }
+        out
+    });
+    let start = Instant::now();
+    while !reader.is_finished() && start.elapsed() < Duration::from_secs(15) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let _ = smtpd.0.kill();
-    let mut out = String::new();
-    smtpd.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let out = reader.join().unwrap();
     assert!(out.contains("From: alertd@example.com"), "{out}");
     assert!(out.contains("To: oncall@example.com, gpu@example.com"), "{out}");
     assert!(out.contains(&format!("Message-ID: <{key}@alertd>")), "{out}");

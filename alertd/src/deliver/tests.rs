@@ -221,7 +221,8 @@ async fn connection_errors_are_retried_until_given_up() {
 
 #[tokio::test]
 async fn pending_entries_are_delivered_after_a_restart_with_their_keys() {
-    let (r, url) = receiver((0..10).map(|_| Reply::Slow(Duration::from_millis(100))).collect()).await;
+    // Slow answers leave time to stop the workers before the queue is done, even on a busy machine.
+    let (r, url) = receiver((0..10).map(|_| Reply::Slow(Duration::from_millis(300))).collect()).await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("alertd.db");
     let ns: Vec<Notification> = (0..6).map(alert_n).collect();
