@@ -321,3 +321,13 @@ async fn a_body_template_replaces_the_v4_message() {
     assert_eq!(String::from_utf8(got.body.clone()).unwrap(), r#"{"msg": "[FIRING:1]", "group": "{}:{host=\"a\"}"}"#);
     assert_eq!(got.headers["x-sig"], format!("sha256={}", webhook::sign_hex(&Secret::new("k"), &got.body)).as_str());
 }
+
+#[test]
+fn a_receivers_rate_limit_applies_to_each_of_its_integrations() {
+    let yaml = "route: {receiver: r}\nreceivers:\n  - name: r\n    argus: {rate_limit: {max: 20, per: 1m}}\n    webhook_configs: [{url: 'http://h/'}]\n    wecom_configs: [{url: 'http://h/'}]\n  - name: free\n    webhook_configs: [{url: 'http://h/'}]\n";
+    let cfg = crate::config::parse(yaml, "alertd.yml").unwrap();
+    let minute = Duration::from_secs(60);
+    let want = RateLimits::from([("r/webhook/0".to_string(), (20, minute)), ("r/wecom/0".to_string(), (20, minute))]);
+    assert_eq!(rate_limits(&cfg), want);
+    assert_eq!(build(&cfg).unwrap().keys().collect::<Vec<_>>(), ["free/webhook/0", "r/webhook/0", "r/wecom/0"]);
+}
