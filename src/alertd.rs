@@ -42,7 +42,8 @@ use crate::config::Alertd;
 use argus_alertd::api;
 use argus_alertd::clock::TokioClock;
 use argus_alertd::db::{Db, DbLog, DbSilences, HistoryNotifier};
-use argus_alertd::notify::ChannelNotifier;
+use argus_alertd::deliver::{self, Deliverer, RetryPolicy};
+use argus_alertd::outbox::Outbox;
 use argus_alertd::runner::Shared;
 use argus_alertd::{Engine, Timestamp};
 use std::path::Path;
@@ -88,8 +89,13 @@ impl Drop for Running {
     }
 }
 
-/// Opens alertd's database, builds the engine and starts its timers. None when `[alertd]` is off.
-pub fn start(a: &Alertd, server_data_dir: &Path) -> Result<Option<Running>> {
+/// Opens alertd's database, builds the engine and its receivers, and starts the timers and the
+/// delivery workers; their counters go to `registry`. None when `[alertd]` is off.
+pub fn start(
+    a: &Alertd,
+    server_data_dir: &Path,
+    registry: &mut prometheus_client::registry::Registry,
+) -> Result<Option<Running>> {
     if !a.enabled {
         return Ok(None);
     }
@@ -98,20 +104,18 @@ pub fn start(a: &Alertd, server_data_dir: &Path) -> Result<Option<Running>> {
     let db = Arc::new(Db::open(&data_dir)?);
     let silences = Arc::new(DbSilences::load(db.clone())?);
     let nflog = Arc::new(DbLog::load(db.clone())?);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let notifier = Arc::new(HistoryNotifier { inner: Arc::new(ChannelNotifier(tx)), db: db.clone() });
+    // Notifications go to the durable outbox first; one worker per integration delivers them.
+    let outbox = Arc::new(Outbox::open(&data_dir.join(argus_alertd::db::FILE_NAME))?);
+    let deliverer = Deliverer::new(outbox, deliver::build(&cfg)?, RetryPolicy::default())
+        .with_rate_limits(deliver::rate_limits(&cfg));
+    deliverer.metrics().register(registry);
+    let notifier = Arc::new(HistoryNotifier { inner: Arc::new(deliverer.notifier()), db: db.clone() });
     let engine = Engine::new(cfg, silences.clone(), nflog, notifier);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
     let started = Timestamp(now.as_millis() as i64);
     let shared = Shared::new(engine, TokioClock::starting_at(started));
-    let timers = tokio::spawn(argus_alertd::runner::run_shared(shared.clone()));
-    // Receivers are not sent to from this process yet: each notification is logged and recorded in
-    // the history (GET /api/v1/notifications).
-    let drain = tokio::spawn(async move {
-        while let Some(n) = rx.recv().await {
-            tracing::info!(receiver = %n.receiver, url = %n.url, group = %n.message.group_key, alerts = n.message.alerts.len(), "Notification");
-        }
-    });
+    let mut tasks = deliverer.spawn();
+    tasks.push(tokio::spawn(argus_alertd::runner::run_shared(shared.clone())));
     let state = api::State {
         engine: shared,
         silences,
@@ -121,5 +125,5 @@ pub fn start(a: &Alertd, server_data_dir: &Path) -> Result<Option<Running>> {
         max_body_bytes: a.max_body_bytes.unwrap_or(api::DEFAULT_MAX_BODY_BYTES),
     };
     tracing::info!(data_dir = %data_dir.display(), "alertd is up: Alertmanager API v2 at /api/v2/alerts");
-    Ok(Some(Running { router: api::router(state), tasks: vec![timers, drain] }))
+    Ok(Some(Running { router: api::router(state), tasks }))
 }

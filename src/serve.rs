@@ -61,10 +61,11 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     let data_dir = opts.data_dir.clone();
     let db = tokio::task::spawn_blocking(move || Db::open(opts)).await?.context("opening the store")?;
     let db = Arc::new(db);
-    let state = argus_store::http::State::new(db.clone(), cfg.limits()?, cfg.auth.tokens.clone(), Default::default());
-    let app = argus_store::http::router(state);
+    let mut registry = prometheus_client::registry::Registry::default();
     // === alertd ===
-    let alertd = crate::alertd::start(&cfg.alertd, &data_dir).context("starting alertd")?;
+    let alertd = crate::alertd::start(&cfg.alertd, &data_dir, &mut registry).context("starting alertd")?;
+    let state = argus_store::http::State::new(db.clone(), cfg.limits()?, cfg.auth.tokens.clone(), registry);
+    let app = argus_store::http::router(state);
     let app = match &alertd {
         Some(a) => app.merge(a.router.clone()),
         None => app,

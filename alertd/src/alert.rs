@@ -52,7 +52,7 @@ pub fn fingerprint(labels: &Labels) -> Fingerprint {
     Fingerprint(h)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Firing,

@@ -3,6 +3,7 @@
 //! names the file, the line where it can be found, and the field.
 
 pub mod duration;
+mod im;
 pub mod matchers;
 pub mod raw;
 mod validate;

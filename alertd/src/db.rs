@@ -73,7 +73,7 @@ CREATE TABLE IF NOT EXISTS notifications (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at INTEGER NOT NULL,
     receiver TEXT NOT NULL,
-    url TEXT NOT NULL,
+    integration TEXT NOT NULL,
     group_key TEXT NOT NULL,
     status TEXT NOT NULL,
     alerts INTEGER NOT NULL,

@@ -133,12 +133,12 @@ impl Engine {
         let origin = incident.map(|(_, i)| i.origin.clone());
         let mut ok = true;
         let mut sent_any = false;
-        for (i, webhook) in receiver.webhooks.iter().enumerate() {
+        for integration in receiver.integrations() {
             let ctx = Ctx {
                 now: at,
                 receiver,
-                webhook,
-                recipient: format!("{}/webhook/{i}", receiver.name),
+                integration,
+                recipient: crate::deliver::recipient(&receiver.name, integration.kind, integration.index),
                 group_key: &group.key,
                 group_labels: &group.labels,
                 opts: &group.opts,

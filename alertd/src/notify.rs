@@ -15,7 +15,7 @@ pub use send::{SendStage, SetNotifiesStage};
 use crate::alert::Alert;
 use crate::flap::FlapDetector;
 use crate::incident::{Correlator, Incident};
-use crate::receiver::{Receiver, WebhookConfig};
+use crate::receiver::{Integration, Receiver};
 use crate::route::RouteOpts;
 use crate::time::Timestamp;
 use crate::timeinterval::TimeInterval;
@@ -30,7 +30,7 @@ use std::sync::Mutex;
 pub struct Ctx<'a> {
     pub now: Timestamp,
     pub receiver: &'a Receiver,
-    pub webhook: &'a WebhookConfig,
+    pub integration: Integration,
     /// The notification log's name for this integration, e.g. `team/webhook/0`.
     pub recipient: String,
     pub group_key: &'a str,
@@ -86,7 +86,8 @@ impl Pipeline {
 pub struct Notification {
     pub at: Timestamp,
     pub receiver: String,
-    pub url: String,
+    /// The integration it is for, by its notification-log name, e.g. `team/webhook/0`.
+    pub integration: String,
     pub message: Message,
 }
 

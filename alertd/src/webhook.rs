@@ -4,7 +4,7 @@
 use crate::alert::{Alert, Status};
 use crate::time::Timestamp;
 use argus_model::Labels;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Go's `template.KV`: a JSON object with keys in order.
@@ -14,8 +14,9 @@ fn kv(l: &Labels) -> Kv {
     l.iter().map(|x| (x.name.clone(), x.value.clone())).collect()
 }
 
-/// Alertmanager's webhook `Message`, fields in Alertmanager's order.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// Alertmanager's webhook `Message`, fields in Alertmanager's order. Read back by the outbox to
+/// batch messages.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Message {
     pub receiver: String,
     pub status: Status,
@@ -28,16 +29,17 @@ pub struct Message {
     pub common_annotations: Kv,
     #[serde(rename = "externalURL")]
     pub external_url: String,
-    pub version: &'static str,
+    /// Always "4".
+    pub version: String,
     #[serde(rename = "groupKey")]
     pub group_key: String,
     #[serde(rename = "truncatedAlerts")]
     pub truncated_alerts: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argus: Option<Extras>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MessageAlert {
     pub status: Status,
     pub labels: Kv,
@@ -53,16 +55,23 @@ pub struct MessageAlert {
 }
 
 /// What alertd adds: the incident this group is, and which of its alerts are flapping.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Extras {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incident: Option<IncidentInfo>,
     /// Fingerprint → state changes, for flapping alerts in this message.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub flapping: BTreeMap<String, u32>,
+    /// How many notifications a receiver's rate limit held and sent as this one message.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batched: u32,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct IncidentInfo {
     pub id: u64,
     #[serde(rename = "probableCause")]
@@ -114,7 +123,7 @@ pub fn message(i: Input) -> Message {
         common_labels: common(i.alerts.iter().map(|a| &a.labels)),
         common_annotations: common(i.alerts.iter().map(|a| &a.annotations)),
         external_url: i.external_url.to_string(),
-        version: "4",
+        version: "4".into(),
         group_key: i.group_key.to_string(),
         truncated_alerts: total - keep as u64,
         argus: i.extras,

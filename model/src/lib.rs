@@ -8,8 +8,10 @@ pub mod labels;
 pub mod lineprotocol;
 pub mod matcher;
 pub mod sample;
+pub mod secret;
 
 pub use event::Event;
 pub use labels::{Label, Labels, METRIC_NAME};
 pub use matcher::{MatchOp, Matcher, MatcherError};
 pub use sample::Sample;
+pub use secret::Secret;

@@ -111,8 +111,10 @@ pub struct Receiver {
     pub name: String,
     #[serde(default)]
     pub webhook_configs: Vec<Webhook>,
-    pub email_configs: Unsupported,
-    pub slack_configs: Unsupported,
+    #[serde(default)]
+    pub email_configs: Vec<Email>,
+    #[serde(default)]
+    pub slack_configs: Vec<Slack>,
     pub pagerduty_configs: Unsupported,
     pub opsgenie_configs: Unsupported,
     pub wechat_configs: Unsupported,
@@ -123,6 +125,99 @@ pub struct Receiver {
     pub webex_configs: Unsupported,
     pub discord_configs: Unsupported,
     pub msteams_configs: Unsupported,
+    /// alertd's own receivers: Chinese IM group robots.
+    #[serde(default)]
+    pub dingtalk_configs: Vec<Robot>,
+    #[serde(default)]
+    pub feishu_configs: Vec<Robot>,
+    #[serde(default)]
+    pub wecom_configs: Vec<Robot>,
+    pub argus: Option<ReceiverArgus>,
+}
+
+/// `receivers[].argus:` — storm control.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiverArgus {
+    pub rate_limit: Option<RateLimit>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    pub max: u32,
+    pub per: String,
+}
+
+/// Alertmanager's `slack_configs`, without the Go-template fields.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slack {
+    pub api_url: Option<String>,
+    pub channel: Option<String>,
+    pub username: Option<String>,
+    pub icon_emoji: Option<String>,
+    pub send_resolved: Option<bool>,
+    pub api_url_file: Unsupported,
+    pub http_config: Unsupported,
+    pub icon_url: Unsupported,
+    pub color: Unsupported,
+    pub title: Unsupported,
+    pub title_link: Unsupported,
+    pub pretext: Unsupported,
+    pub text: Unsupported,
+    pub fields: Unsupported,
+    pub short_fields: Unsupported,
+    pub footer: Unsupported,
+    pub fallback: Unsupported,
+    pub callback_id: Unsupported,
+    pub image_url: Unsupported,
+    pub thumb_url: Unsupported,
+    pub link_names: Unsupported,
+    pub mrkdwn_in: Unsupported,
+    pub actions: Unsupported,
+    pub argus: Option<ImArgus>,
+}
+
+/// Alertmanager's `email_configs`, without templates and files.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Email {
+    pub to: Option<String>,
+    pub from: Option<String>,
+    pub smarthost: Option<String>,
+    pub hello: Option<String>,
+    pub auth_username: Option<String>,
+    pub auth_password: Option<String>,
+    pub require_tls: Option<bool>,
+    pub send_resolved: Option<bool>,
+    pub auth_password_file: Unsupported,
+    pub auth_secret: Unsupported,
+    pub auth_identity: Unsupported,
+    pub tls_config: Unsupported,
+    pub html: Unsupported,
+    pub text: Unsupported,
+    pub headers: Unsupported,
+    pub argus: Option<ImArgus>,
+}
+
+/// `slack_configs[].argus:`, `email_configs[].argus:`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImArgus {
+    /// `en` (default) or `zh`.
+    pub language: Option<String>,
+}
+
+/// A group robot: `dingtalk_configs`, `feishu_configs`, `wecom_configs` (alertd's own keys).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Robot {
+    pub url: Option<String>,
+    pub secret: Option<String>,
+    pub send_resolved: Option<bool>,
+    pub language: Option<String>,
+    pub timeout: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -134,7 +229,17 @@ pub struct Webhook {
     pub max_alerts: u64,
     pub url_file: Unsupported,
     pub http_config: Unsupported,
-    pub timeout: Unsupported,
+    pub timeout: Option<String>,
+    pub argus: Option<WebhookArgus>,
+}
+
+/// `webhook_configs[].argus:` — signing the body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookArgus {
+    pub hmac_secret: Option<String>,
+    pub signature_header: Option<String>,
+    pub body_template: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -67,8 +67,8 @@ fn bad_input_names_line_and_field() {
         expect![[r#"alertd.yml:2: route.receiver: undefined receiver "nobody""#]],
     );
     check(
-        "route:\n  receiver: r\nreceivers:\n  - name: r\n    email_configs:\n      - to: a@b.c\n",
-        expect!["alertd.yml:5: receivers[0].email_configs: not supported by alertd yet"],
+        "route:\n  receiver: r\nreceivers:\n  - name: r\n    pagerduty_configs:\n      - routing_key: k\n",
+        expect!["alertd.yml:5: receivers[0].pagerduty_configs: not supported by alertd yet"],
     );
     check(
         &format!("global:\n  smtp_smarthost: 'localhost:25'\nroute:\n  receiver: r\n{r}"),
@@ -142,4 +142,93 @@ fn shipped_configs_load() {
         }
     }
     assert!(n >= 1, "config/alertd.yml is missing");
+}
+
+#[test]
+fn receivers_of_every_kind() {
+    let src = "route: {receiver: r}\nreceivers:\n  - name: r\n    webhook_configs: [{url: 'https://h/T0', timeout: 3s, argus: {hmac_secret: k, signature_header: X-Sig}}]\n    slack_configs: [{api_url: 'https://hooks.slack.com/services/T', channel: '#gpu', argus: {language: zh}}]\n    dingtalk_configs: [{url: 'https://oapi.dingtalk.com/robot/send?access_token=t', secret: SEC1, language: zh}]\n    feishu_configs: [{url: 'https://open.feishu.cn/open-apis/bot/v2/hook/t', send_resolved: false}]\n    wecom_configs: [{url: 'https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k', timeout: 2s}]\n";
+    let cfg = parse(src, "alertd.yml").unwrap();
+    let r = &cfg.receivers["r"];
+    let got: Vec<String> = r
+        .integrations()
+        .iter()
+        .map(|i| format!("{}/{} send_resolved={} max_alerts={}", i.kind, i.index, i.send_resolved, i.max_alerts))
+        .collect();
+    expect![[r#"
+        webhook/0 send_resolved=true max_alerts=0
+        slack/0 send_resolved=false max_alerts=0
+        dingtalk/0 send_resolved=true max_alerts=0
+        feishu/0 send_resolved=false max_alerts=0
+        wecom/0 send_resolved=true max_alerts=0"#]]
+    .assert_eq(&got.join("\n"));
+    let w = &r.webhooks[0];
+    assert_eq!(
+        (w.timeout, w.signature_header.as_str(), w.hmac_secret.as_ref().map(|s| s.expose())),
+        (Duration::from_secs(3), "X-Sig", Some("k"))
+    );
+    assert_eq!(r.dingtalk[0].secret.as_ref().map(|s| s.expose()), Some("SEC1"));
+    assert_eq!(r.slack[0].language, crate::receiver::Language::Zh);
+    assert_eq!(r.wecom[0].timeout, Duration::from_secs(2));
+}
+
+#[test]
+fn bad_receivers_name_the_field() {
+    let check = |rx: &str, want: Expect| {
+        let src = format!("route: {{receiver: r}}\nreceivers:\n  - name: r\n    {rx}\n");
+        want.assert_eq(&parse(&src, "alertd.yml").unwrap_err().to_string());
+    };
+    check(
+        "dingtalk_configs: [{url: 'https://h/', language: fr}]",
+        expect![[r#"alertd.yml:4: receivers[0].dingtalk_configs[0].language: "fr" is not en or zh"#]],
+    );
+    check(
+        "wecom_configs: [{url: 'https://h/', secret: s}]",
+        expect!["alertd.yml:4: receivers[0].wecom_configs[0].secret: WeCom group robots are not signed"],
+    );
+    check("feishu_configs: [{secret: s}]", expect!["alertd.yml:4: receivers[0].feishu_configs[0].url: missing"]);
+    check(
+        "slack_configs: [{api_url: 'https://h/', title: '{{ .Status }}'}]",
+        expect!["alertd.yml:4: receivers[0].slack_configs[0].title: not supported by alertd yet"],
+    );
+    check(
+        "webhook_configs: [{url: 'https://h/', argus: {body_template: '{\"s\": {{ .State }}}'}}]",
+        expect!["alertd.yml:4: receivers[0].webhook_configs[0].argus.body_template: unknown placeholder {{ .State }}"],
+    );
+    check(
+        "webhook_configs: [{url: 'ftp://h/tok'}]",
+        expect!["alertd.yml:4: receivers[0].webhook_configs[0].url: not an http(s) URL"],
+    );
+}
+
+#[test]
+fn email_and_rate_limit() {
+    let src = "route: {receiver: r}\nreceivers:\n  - name: r\n    argus: {rate_limit: {max: 20, per: 1m}}\n    email_configs:\n      - {to: 'a@x.org, b@x.org', from: alertd@x.org, smarthost: 'smtp.x.org:465', auth_username: u, auth_password: p}\n      - {to: a@x.org, from: alertd@x.org, smarthost: 'smtp.x.org:587', send_resolved: true}\n      - {to: a@x.org, from: alertd@x.org, smarthost: 'localhost:25', require_tls: false}\n";
+    let cfg = parse(src, "alertd.yml").unwrap();
+    let r = &cfg.receivers["r"];
+    assert_eq!(r.rate_limit, Some((20, Duration::from_secs(60))));
+    let e: Vec<String> = r
+        .email
+        .iter()
+        .map(|e| {
+            format!(
+                "{:?} {}:{} {:?} resolved={} auth={:?}",
+                e.to, e.host, e.port, e.tls, e.send_resolved, e.auth_username
+            )
+        })
+        .collect();
+    expect![[r#"
+        ["a@x.org", "b@x.org"] smtp.x.org:465 Implicit resolved=false auth=Some("u")
+        ["a@x.org"] smtp.x.org:587 StartTls resolved=true auth=None
+        ["a@x.org"] localhost:25 None resolved=false auth=None"#]]
+    .assert_eq(&e.join("\n"));
+    let bad = |rx: &str| {
+        let src = format!("route: {{receiver: r}}\nreceivers:\n  - name: r\n    {rx}\n");
+        parse(&src, "alertd.yml").unwrap_err().to_string()
+    };
+    expect!["alertd.yml:4: receivers[0].email_configs[0].smarthost: \"smtp\" is not host:port"]
+        .assert_eq(&bad("email_configs: [{to: a@x.org, from: b@x.org, smarthost: smtp}]"));
+    expect!["alertd.yml:4: receivers[0].email_configs[0].from: missing (global smtp_* keys are not supported)"]
+        .assert_eq(&bad("email_configs: [{to: a@x.org, smarthost: 'smtp:25'}]"));
+    expect!["alertd.yml:4: receivers[0].argus.rate_limit: max and per must be greater than 0"]
+        .assert_eq(&bad("argus: {rate_limit: {max: 0, per: 1m}}"));
 }

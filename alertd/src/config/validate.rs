@@ -3,25 +3,28 @@
 //! no positions after deserialisation).
 
 use super::raw;
-use super::{Config, ConfigError, duration, matchers};
+use super::{Config, ConfigError, duration, im, matchers};
+use crate::deliver::template::BodyTemplate;
+use crate::deliver::webhook::SIGNATURE_HEADER;
 use crate::flap::FlapConfig;
 use crate::incident::{CauseRule, CorrelationConfig};
 use crate::inhibit::InhibitRule;
 use crate::receiver::{Receiver, WebhookConfig};
 use crate::route::{GroupBy, Route, RouteOpts};
 use crate::timeinterval::TimeInterval;
+use argus_model::Secret;
 use argus_model::{MatchOp, Matcher};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     src: &'a str,
     file: &'a str,
 }
 
 impl Ctx<'_> {
     /// An error at `field`; the line is where `needle` (a key or a value) first appears.
-    fn err(&self, field: impl Into<String>, needle: &str, reason: impl Into<String>) -> ConfigError {
+    pub(super) fn err(&self, field: impl Into<String>, needle: &str, reason: impl Into<String>) -> ConfigError {
         ConfigError {
             file: self.file.to_string(),
             line: line_of(self.src, needle),
@@ -30,7 +33,13 @@ impl Ctx<'_> {
         }
     }
 
-    fn duration(&self, field: &str, key: &str, v: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
+    pub(super) fn duration(
+        &self,
+        field: &str,
+        key: &str,
+        v: &Option<String>,
+        default: Duration,
+    ) -> Result<Duration, ConfigError> {
         match v {
             None => Ok(default),
             Some(s) => duration::parse(s).map_err(|e| self.err(field, &format!("{key}: {s}"), e)),
@@ -78,7 +87,7 @@ fn line_of(src: &str, needle: &str) -> Option<usize> {
 }
 
 /// Keys Alertmanager has that alertd does not support yet, refused by name.
-fn unsupported(c: &Ctx, field: &str, present: &[(&str, bool)]) -> Result<(), ConfigError> {
+pub(super) fn unsupported(c: &Ctx, field: &str, present: &[(&str, bool)]) -> Result<(), ConfigError> {
     match present.iter().find(|(_, p)| *p) {
         Some((key, _)) => Err(c.err(format!("{field}{key}"), &format!("{key}:"), "not supported by alertd yet")),
         None => Ok(()),
@@ -136,8 +145,6 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
             &c,
             &field,
             &[
-                ("email_configs", r.email_configs.is_some()),
-                ("slack_configs", r.slack_configs.is_some()),
                 ("pagerduty_configs", r.pagerduty_configs.is_some()),
                 ("opsgenie_configs", r.opsgenie_configs.is_some()),
                 ("wechat_configs", r.wechat_configs.is_some()),
@@ -153,26 +160,41 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         let mut webhooks = Vec::new();
         for (j, w) in r.webhook_configs.iter().enumerate() {
             let wf = format!("{field}webhook_configs[{j}].");
-            unsupported(
-                &c,
-                &wf,
-                &[
-                    ("url_file", w.url_file.is_some()),
-                    ("http_config", w.http_config.is_some()),
-                    ("timeout", w.timeout.is_some()),
-                ],
-            )?;
-            let url = w.url.clone().ok_or_else(|| c.err(format!("{wf}url"), "webhook_configs:", "missing"))?;
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(c.err(format!("{wf}url"), &url, format!("{url:?} is not an http(s) URL")));
+            unsupported(&c, &wf, &[("url_file", w.url_file.is_some()), ("http_config", w.http_config.is_some())])?;
+            let url = im::url(&c, &format!("{wf}url"), "webhook_configs:", &w.url)?;
+            let timeout = c.duration(&format!("{wf}timeout"), "timeout", &w.timeout, Duration::from_secs(10))?;
+            if timeout.is_zero() {
+                return Err(c.err(format!("{wf}timeout"), "timeout:", "must be greater than 0"));
+            }
+            let ext = w.argus.as_ref();
+            let signature_header = ext.and_then(|a| a.signature_header.clone());
+            if signature_header.as_ref().is_some_and(|h| reqwest::header::HeaderName::from_bytes(h.as_bytes()).is_err())
+            {
+                return Err(c.err(
+                    format!("{wf}argus.signature_header"),
+                    "signature_header:",
+                    "not an http header name",
+                ));
             }
             webhooks.push(WebhookConfig {
                 url,
                 send_resolved: w.send_resolved.unwrap_or(true),
                 max_alerts: w.max_alerts,
+                timeout,
+                hmac_secret: ext.and_then(|a| a.hmac_secret.clone()).map(Secret::new),
+                signature_header: signature_header.unwrap_or_else(|| SIGNATURE_HEADER.to_string()),
+                body_template: match ext.and_then(|a| a.body_template.as_deref()) {
+                    None => None,
+                    Some(t) => Some(
+                        BodyTemplate::parse(t)
+                            .map_err(|e| c.err(format!("{wf}argus.body_template"), "body_template:", e))?,
+                    ),
+                },
             });
         }
-        if receivers.insert(r.name.clone(), Receiver { name: r.name.clone(), webhooks }).is_some() {
+        let mut receiver = Receiver { name: r.name.clone(), webhooks, ..Receiver::default() };
+        im::receivers(&c, r, &field, &mut receiver)?;
+        if receivers.insert(r.name.clone(), receiver).is_some() {
             return Err(c.err(format!("{field}name"), &r.name, format!("receiver {:?} is defined twice", r.name)));
         }
     }

@@ -59,7 +59,7 @@ pub struct NotificationRow {
     pub id: i64,
     pub at: Timestamp,
     pub receiver: String,
-    pub url: String,
+    pub integration: String,
     #[serde(rename = "groupKey")]
     pub group_key: String,
     pub status: String,
@@ -166,12 +166,12 @@ impl Db {
             None => None,
         };
         tx.execute(
-            "INSERT INTO notifications (at, receiver, url, group_key, status, alerts, incident_id, payload)
+            "INSERT INTO notifications (at, receiver, integration, group_key, status, alerts, incident_id, payload)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 n.at.0,
                 n.receiver,
-                n.url,
+                n.integration,
                 n.message.group_key,
                 status,
                 n.message.alerts.len() as i64,
@@ -215,7 +215,7 @@ impl Db {
     pub fn notifications(&self, r: Range, receiver: Option<&str>) -> Result<Vec<NotificationRow>, DbError> {
         let conn = self.conn();
         let mut st = conn.prepare_cached(
-            "SELECT id, at, receiver, url, group_key, status, alerts, incident_id, payload FROM notifications
+            "SELECT id, at, receiver, integration, group_key, status, alerts, incident_id, payload FROM notifications
              WHERE at >= ?1 AND at <= ?2 AND (?4 IS NULL OR receiver = ?4) ORDER BY at DESC, id DESC LIMIT ?3",
         )?;
         let rows = st.query_map(params![r.start.0, r.end.0, r.limit as i64, receiver], |r| {
@@ -224,7 +224,7 @@ impl Db {
                     id: r.get(0)?,
                     at: Timestamp(r.get(1)?),
                     receiver: r.get(2)?,
-                    url: r.get(3)?,
+                    integration: r.get(3)?,
                     group_key: r.get(4)?,
                     status: r.get(5)?,
                     alerts: r.get(6)?,

@@ -59,7 +59,7 @@ impl Stage for DedupStage {
     fn exec(&self, ctx: &Ctx, alerts: Vec<Alert>) -> Result<Vec<Alert>, NotifyError> {
         let (firing, resolved) = split(ctx, &alerts);
         let entry = self.nflog.get(ctx.group_key, &ctx.recipient);
-        let send_resolved = ctx.webhook.send_resolved;
+        let send_resolved = ctx.integration.send_resolved;
         let update = needs_update(entry.as_ref(), &firing, &resolved, send_resolved, ctx.opts.repeat_interval, ctx.now);
         Ok(if update { alerts } else { Vec::new() })
     }

@@ -20,7 +20,7 @@ impl Stage for SendStage {
     fn exec(&self, ctx: &Ctx, alerts: Vec<Alert>) -> Result<Vec<Alert>, NotifyError> {
         // As Alertmanager: without send_resolved, resolved alerts are left out, and a message that
         // would be empty is not sent (the log is still written, so the receiver is not told again).
-        let sent: Vec<Alert> = if ctx.webhook.send_resolved {
+        let sent: Vec<Alert> = if ctx.integration.send_resolved {
             alerts.clone()
         } else {
             alerts.iter().filter(|a| !a.resolved_at(ctx.now)).cloned().collect()
@@ -54,14 +54,14 @@ impl Stage for SendStage {
             group_labels: ctx.group_labels,
             external_url: ctx.external_url,
             alerts: &sent,
-            max_alerts: ctx.webhook.max_alerts,
+            max_alerts: ctx.integration.max_alerts,
             now: ctx.now,
             extras: has_extras.then_some(extras),
         });
         self.notifier.notify(Notification {
             at: ctx.now,
             receiver: ctx.receiver.name.clone(),
-            url: ctx.webhook.url.clone(),
+            integration: ctx.recipient.clone(),
             message,
         })?;
         ctx.sent.set(true);

@@ -4,35 +4,13 @@
 
 use reqwest::Url;
 use serde::Deserialize;
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// How long a remote call may take, connection included, unless `timeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A token or password. Neither `Debug` nor any error shows it; only [`Secret::expose`] does, where
-/// it is put on the wire.
-#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(s: impl Into<String>) -> Secret {
-        Secret(s.into())
-    }
-
-    /// The secret itself, for the request header that carries it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+pub use argus_model::Secret;
 
 /// The remote engine behind a Prometheus-compatible backend; it decides the URL layout.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

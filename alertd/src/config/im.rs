@@ -1,0 +1,159 @@
+//! Validation of the receivers beyond webhooks: Slack and the group robots (DingTalk, Feishu/Lark,
+//! WeCom). URLs and secrets become `Secret`s here, and no error message repeats their value.
+
+use super::ConfigError;
+use super::raw;
+use super::validate::{Ctx, unsupported};
+use crate::receiver::{DEFAULT_TIMEOUT, EmailConfig, EmailTls, Language, Receiver, RobotConfig, SlackConfig};
+use argus_model::Secret;
+
+/// An http(s) URL, as a secret: the error names the field, not the value, which may hold a token.
+pub(super) fn url(c: &Ctx, field: &str, anchor: &str, v: &Option<String>) -> Result<Secret, ConfigError> {
+    let url = v.clone().ok_or_else(|| c.err(field, anchor, "missing"))?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(c.err(field, &url, "not an http(s) URL"));
+    }
+    Ok(Secret::new(url))
+}
+
+fn language(c: &Ctx, field: &str, v: &Option<String>) -> Result<Language, ConfigError> {
+    match v.as_deref() {
+        None | Some("en") => Ok(Language::En),
+        Some("zh") => Ok(Language::Zh),
+        Some(other) => Err(c.err(field, "language:", format!("{other:?} is not en or zh"))),
+    }
+}
+
+pub(super) fn receivers(c: &Ctx, r: &raw::Receiver, field: &str, out: &mut Receiver) -> Result<(), ConfigError> {
+    for (j, s) in r.slack_configs.iter().enumerate() {
+        let f = format!("{field}slack_configs[{j}].");
+        unsupported(
+            c,
+            &f,
+            &[
+                ("api_url_file", s.api_url_file.is_some()),
+                ("http_config", s.http_config.is_some()),
+                ("icon_url", s.icon_url.is_some()),
+                ("color", s.color.is_some()),
+                ("title", s.title.is_some()),
+                ("title_link", s.title_link.is_some()),
+                ("pretext", s.pretext.is_some()),
+                ("text", s.text.is_some()),
+                ("fields", s.fields.is_some()),
+                ("short_fields", s.short_fields.is_some()),
+                ("footer", s.footer.is_some()),
+                ("fallback", s.fallback.is_some()),
+                ("callback_id", s.callback_id.is_some()),
+                ("image_url", s.image_url.is_some()),
+                ("thumb_url", s.thumb_url.is_some()),
+                ("link_names", s.link_names.is_some()),
+                ("mrkdwn_in", s.mrkdwn_in.is_some()),
+                ("actions", s.actions.is_some()),
+            ],
+        )?;
+        let lang = s.argus.as_ref().and_then(|a| a.language.clone());
+        out.slack.push(SlackConfig {
+            api_url: url(c, &format!("{f}api_url"), "slack_configs:", &s.api_url)?,
+            channel: s.channel.clone(),
+            username: s.username.clone(),
+            icon_emoji: s.icon_emoji.clone(),
+            send_resolved: s.send_resolved.unwrap_or(false),
+            language: language(c, &format!("{f}argus.language"), &lang)?,
+            timeout: DEFAULT_TIMEOUT,
+        });
+    }
+    let robots = [
+        ("dingtalk_configs", &r.dingtalk_configs, &mut out.dingtalk),
+        ("feishu_configs", &r.feishu_configs, &mut out.feishu),
+        ("wecom_configs", &r.wecom_configs, &mut out.wecom),
+    ];
+    for (key, list, out) in robots {
+        for (j, b) in list.iter().enumerate() {
+            let f = format!("{field}{key}[{j}].");
+            if key == "wecom_configs" && b.secret.is_some() {
+                return Err(c.err(format!("{f}secret"), "secret:", "WeCom group robots are not signed"));
+            }
+            let timeout = c.duration(&format!("{f}timeout"), "timeout", &b.timeout, DEFAULT_TIMEOUT)?;
+            if timeout.is_zero() {
+                return Err(c.err(format!("{f}timeout"), "timeout:", "must be greater than 0"));
+            }
+            out.push(RobotConfig {
+                url: url(c, &format!("{f}url"), &format!("{key}:"), &b.url)?,
+                secret: b.secret.clone().map(Secret::new),
+                send_resolved: b.send_resolved.unwrap_or(true),
+                language: language(c, &format!("{f}language"), &b.language)?,
+                timeout,
+            });
+        }
+    }
+    if let Some(l) = r.argus.as_ref().and_then(|a| a.rate_limit.as_ref()) {
+        let per = c.duration(&format!("{field}argus.rate_limit.per"), "per", &Some(l.per.clone()), DEFAULT_TIMEOUT)?;
+        if l.max == 0 || per.is_zero() {
+            return Err(c.err(format!("{field}argus.rate_limit"), "rate_limit:", "max and per must be greater than 0"));
+        }
+        out.rate_limit = Some((l.max, per));
+    }
+    for (j, e) in r.email_configs.iter().enumerate() {
+        out.email.push(email(c, e, &format!("{field}email_configs[{j}]."))?);
+    }
+    Ok(())
+}
+
+fn email(c: &Ctx, e: &raw::Email, f: &str) -> Result<EmailConfig, ConfigError> {
+    unsupported(
+        c,
+        f,
+        &[
+            ("auth_password_file", e.auth_password_file.is_some()),
+            ("auth_secret", e.auth_secret.is_some()),
+            ("auth_identity", e.auth_identity.is_some()),
+            ("tls_config", e.tls_config.is_some()),
+            ("html", e.html.is_some()),
+            ("text", e.text.is_some()),
+            ("headers", e.headers.is_some()),
+        ],
+    )?;
+    let missing =
+        |key: &str| c.err(format!("{f}{key}"), "email_configs:", "missing (global smtp_* keys are not supported)");
+    let to: Vec<String> =
+        e.to.as_deref()
+            .ok_or_else(|| missing("to"))?
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+    if to.is_empty() {
+        return Err(c.err(format!("{f}to"), "to:", "names no address"));
+    }
+    let from = e.from.clone().ok_or_else(|| missing("from"))?;
+    let smarthost = e.smarthost.clone().ok_or_else(|| missing("smarthost"))?;
+    let (host, port) = smarthost
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.trim_start_matches('[').trim_end_matches(']').to_string(), p.parse::<u16>().ok()?)))
+        .filter(|(h, _)| !h.is_empty())
+        .ok_or_else(|| c.err(format!("{f}smarthost"), "smarthost:", format!("{smarthost:?} is not host:port")))?;
+    if e.auth_password.is_some() != e.auth_username.is_some() {
+        return Err(c.err(format!("{f}auth_username"), "auth_", "auth_username and auth_password go together"));
+    }
+    let tls = if port == 465 {
+        EmailTls::Implicit
+    } else if e.require_tls.unwrap_or(true) {
+        EmailTls::StartTls
+    } else {
+        EmailTls::None
+    };
+    let lang = e.argus.as_ref().and_then(|a| a.language.clone());
+    Ok(EmailConfig {
+        to,
+        from,
+        host,
+        port,
+        hello: e.hello.clone(),
+        auth_username: e.auth_username.clone(),
+        auth_password: e.auth_password.clone().map(Secret::new),
+        tls,
+        send_resolved: e.send_resolved.unwrap_or(false),
+        language: language(c, &format!("{f}argus.language"), &lang)?,
+        timeout: DEFAULT_TIMEOUT,
+    })
+}

@@ -1,0 +1,42 @@
+//! WeCom (企业微信) group robot: a markdown message, at most 20 a minute.
+
+use super::limit::Window;
+use super::robot::check;
+use super::text::{self, Markup};
+use super::{BoxFuture, DeliverError, HttpTarget, Integration};
+use crate::notify::Notification;
+use crate::receiver::Language;
+use serde_json::json;
+
+pub struct WeCom {
+    pub target: HttpTarget,
+    pub language: Language,
+    pub limit: Window,
+}
+
+/// errcode 45009: the API frequency limit.
+const TOO_FAST: &[i64] = &[45009];
+/// WeCom refuses markdown content over 4096 bytes.
+const MAX_CONTENT: usize = 4096;
+
+impl Integration for WeCom {
+    fn render(&self, n: &Notification) -> Result<Vec<u8>, DeliverError> {
+        let title = text::title(&n.message, self.language);
+        let mut content = format!("### {title}\n{}", text::body(&n.message, self.language, Markup::Markdown));
+        if content.len() > MAX_CONTENT {
+            let cut = (0..=MAX_CONTENT - 3).rev().find(|&i| content.is_char_boundary(i)).unwrap_or(0);
+            content.truncate(cut);
+            content.push_str("...");
+        }
+        let msg = json!({"msgtype": "markdown", "markdown": {"content": content}});
+        serde_json::to_vec(&msg).map_err(|e| DeliverError::Render(e.to_string()))
+    }
+
+    fn send<'a>(&'a self, body: &'a [u8], key: &'a str) -> BoxFuture<'a, Result<(), DeliverError>> {
+        Box::pin(async move {
+            self.limit.acquire().await;
+            let answer = self.target.post(self.target.url.expose(), key, &[], body).await?;
+            check(&answer, "errcode", "errmsg", TOO_FAST)
+        })
+    }
+}
