@@ -171,3 +171,47 @@ async fn the_endpoint_turns_pushes_into_points() {
     }
     assert!(rx.try_recv().is_err(), "refused bodies write nothing");
 }
+
+#[tokio::test]
+async fn the_task_serves_pushes_and_reports_stalls_each_interval() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let settings = TrainingSettings {
+        listen: Some(([127, 0, 0, 1], port).into()),
+        stall_after: Duration::from_millis(1),
+        forget_after: Duration::from_secs(60),
+        logs: vec![log(&dir.path().join("later.log"), "later")],
+    };
+    let task: Box<dyn super::Task> = Box::new(Training::new(Duration::from_millis(50), settings));
+    let (emit, mut rx) = Emit::channel(vec![], 64);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let run = tokio::spawn(task.run(emit, stop_rx));
+    let url = format!("http://127.0.0.1:{port}/progress");
+    let mut status = 0;
+    for _ in 0..100 {
+        if let Ok(r) = reqwest::Client::new().post(&url).body(r#"{"job": "push", "step": 5}"#).send().await {
+            status = r.status().as_u16();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, 204);
+    // The log appears after the start: read from its beginning.
+    append(&dir.path().join("later.log"), "step=7 loss=1.5\n");
+    let mut seen = String::new();
+    for _ in 0..100 {
+        let b = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+        seen.push_str(&b.to_exposition());
+        if seen.contains(r#"train_stalled{job="push", rank="0"} 1"#)
+            && seen.contains(r#"train_loss{job="later", rank="0"} 1.5"#)
+        {
+            break;
+        }
+    }
+    assert!(seen.contains(r#"train_step{job="push", rank="0"} 5"#), "{seen}");
+    assert!(seen.contains(r#"train_stalled{job="push", rank="0"} 1"#), "{seen}");
+    assert!(seen.contains(r#"train_loss{job="later", rank="0"} 1.5"#), "{seen}");
+    assert!(seen.contains(r#"argus_collector_source_success{source="training"} 1"#), "{seen}");
+    let _ = stop_tx.send(true);
+    run.await.unwrap();
+}
