@@ -17,6 +17,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use std::sync::{Arc, Mutex};
 
+/// How far ahead of this clock a report's `time` may be (the store's default `max_future` is 10 minutes).
+const MAX_AHEAD_MS: i64 = 5 * 60 * 1000;
+
 #[derive(Clone)]
 struct Ctx {
     jobs: Arc<Mutex<Jobs>>,
@@ -42,6 +45,16 @@ async fn progress(State(ctx): State<Ctx>, body: axum::body::Bytes) -> Response {
         Err(reason) => return (StatusCode::BAD_REQUEST, format!("{reason}\n")).into_response(),
     };
     let now = now_ms();
+    // A time in milliseconds read as seconds lands far in the future, and the store refuses the whole
+    // batch it rides in (other sources' samples with it): refuse it here instead.
+    if let Some(r) = reports.iter().find(|r| r.time.is_some_and(|t| t * 1000.0 > (now + MAX_AHEAD_MS) as f64)) {
+        let reason = format!(
+            "progress body: job {}: time {} is in the future (seconds since the epoch)\n",
+            r.job,
+            r.time.unwrap_or(0.0)
+        );
+        return (StatusCode::BAD_REQUEST, reason).into_response();
+    }
     let mut batch = Batch::new();
     {
         let mut jobs = ctx.jobs.lock().unwrap_or_else(|p| p.into_inner());

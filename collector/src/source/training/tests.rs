@@ -164,6 +164,7 @@ async fn the_endpoint_turns_pushes_into_points() {
         (r#"[{"job": "x"}, {"job": "x", "checkpoint": "middle"}]"#, "progress body: unknown variant `middle`"),
         (r#"{"job": "", "step": 1}"#, "progress body: empty job (rank 0)"),
         ("step=1", "progress body: expected value"),
+        (r#"{"job": "x", "time": 1764468000500}"#, "progress body: job x: time 1764468000500 is in the future"),
     ] {
         let (status, text) = post(&url, body).await;
         assert_eq!(status, 400, "{body}");
