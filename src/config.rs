@@ -19,6 +19,9 @@ pub struct Config {
     pub auth: Auth,
     #[serde(default)]
     pub alertd: Alertd,
+    /// `[collector]`: the node collector, run by `argus collect` and inside `argus serve`.
+    #[serde(default)]
+    pub collector: argus_collector::Config,
 }
 
 #[derive(Debug, Deserialize)]
@@ -143,6 +146,8 @@ impl Config {
         if self.alertd.enabled {
             crate::alertd::load_config(&self.alertd).map_err(|e| anyhow!("alertd.config_file: {e:#}"))?;
         }
+        // [collector]: its own validation; errors name the field (`collector.…`) for `locate`.
+        self.collector.validate("").map_err(|e| anyhow!("{}", e.to_string().trim_start_matches(": ")))?;
         Ok(())
     }
 
@@ -350,6 +355,19 @@ mod tests {
         };
         assert_eq!(o.write_url.as_str(), "http://vminsert:8480/insert/0/prometheus/api/v1/write");
         assert_eq!(o.query_url.as_str(), "http://vmselect:8481/select/0/prometheus/api/v1/query");
+    }
+
+    #[test]
+    fn collector_section_is_validated_in_place() {
+        let c = Config::parse("[collector]\ninterval = \"5s\"\n[collector.host]\nenabled = false\n").unwrap();
+        assert!(c.collector.validate("-").unwrap().host.is_none());
+        let e =
+            Config::parse("[store]\nretention = \"35d\"\n[collector.training]\nlisten = \"nowhere\"\n").unwrap_err();
+        assert!(e.starts_with("4:1: collector.training.listen: \"nowhere\" is not an address"), "{e}");
+        let e = Config::parse("[collector.gpu]\nbogus = 1\n").unwrap_err();
+        assert!(e.starts_with("2:1: unknown field `bogus`"), "{e}");
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/collector.toml");
+        assert!(Config::load(&p).is_ok(), "the collector's example is an argus.toml too");
     }
 
     #[test]

@@ -79,9 +79,17 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
         backend = "embedded",
         "Argus is up: write to http://{listen}/api/v2/write, query at http://{listen}/api/v1/query, metrics at http://{listen}/metrics"
     );
-    if !no_collector {
-        tracing::info!("The node collector is not part of this build yet; only the store runs");
-    }
+    // The node collector of this machine, shipping to this server over loopback remote write (so its
+    // spool covers the store being busy or restarting) unless [collector] names its own sinks.
+    let (collector_stop, collector_stopped) = tokio::sync::oneshot::channel::<()>();
+    let collector = if no_collector {
+        None
+    } else {
+        let agent = collector_agent(&cfg, listen, &data_dir)?;
+        Some(tokio::spawn(agent.run(async move {
+            let _ = collector_stopped.await;
+        })))
+    };
     let upkeep_db = db.clone();
     let upkeep = tokio::spawn(async move {
         // Every second, so a head filling fast is flushed before writes must be refused.
@@ -94,7 +102,32 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
             }
         }
     });
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    let (server_stop, server_stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut server = tokio::spawn(
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = server_stopped.await;
+            })
+            .into_future(),
+    );
+    let early = tokio::select! {
+        _ = shutdown_signal() => None,
+        r = &mut server => Some(r),
+    };
+    // The collector stops first, so its last batches reach the store while it still listens.
+    if let Some(c) = collector {
+        let _ = collector_stop.send(());
+        match c.await {
+            Ok(Err(error)) => tracing::error!(%error, "Collector stopped with an error"),
+            Err(error) => tracing::error!(%error, "Collector task failed"),
+            Ok(Ok(())) => {}
+        }
+    }
+    let _ = server_stop.send(());
+    match early {
+        Some(r) => r??,
+        None => server.await??,
+    }
     upkeep.abort();
     drop(alertd);
     tracing::info!("Shutting down: flushing the head into blocks");
@@ -105,6 +138,26 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     }
     tracing::info!("Stopped cleanly");
     Ok(())
+}
+
+/// The `[collector]` section as `serve` runs it: without sinks of its own it writes to this server
+/// (loopback when listening on all addresses, with the first write token), and spools under the
+/// store's data directory.
+fn collector_agent(cfg: &Config, listen: SocketAddr, data_dir: &std::path::Path) -> Result<argus_collector::Agent> {
+    let mut c = cfg.collector.clone();
+    if c.sinks.is_empty() {
+        let ip = if listen.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { listen.ip() };
+        c.sinks.push(argus_collector::config::SinkConfig {
+            url: Some(format!("http://{}/api/v1/write", SocketAddr::new(ip, listen.port()))),
+            token: cfg.auth.tokens.first().cloned(),
+            ..Default::default()
+        });
+    }
+    if c.data_dir.is_none() {
+        c.data_dir = Some(data_dir.join("collector"));
+    }
+    let valid = c.validate("[collector]")?;
+    Ok(argus_collector::Agent::build(valid))
 }
 
 /// With a remote store the embedded engine is not opened (no data directory is created). Until the

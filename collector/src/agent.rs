@@ -5,7 +5,7 @@ use crate::batch::{Batch, Point};
 use crate::config::Valid;
 use crate::metrics::{SelfMetrics, SourceLabel};
 use crate::sink::{Sink, SinkError};
-use crate::source::{self, Scheduled, Source, SourceError};
+use crate::source::{self, Scheduled, Source, SourceError, Task, Ticker};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -26,6 +26,7 @@ pub struct Agent {
     cfg: Valid,
     global: Arc<Vec<(String, String)>>,
     sources: Vec<Scheduled>,
+    tasks: Vec<Box<dyn Task>>,
     metrics: SelfMetrics,
 }
 
@@ -37,14 +38,16 @@ impl Agent {
         }
         let global = Arc::new(cfg.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
         let sources = source::build(&cfg);
-        Agent { cfg, global, sources, metrics: SelfMetrics::default() }
+        let tasks = source::tasks(&cfg);
+        Agent { cfg, global, sources, tasks, metrics: SelfMetrics::default() }
     }
 
     pub fn metrics(&self) -> &SelfMetrics {
         &self.metrics
     }
 
-    /// One collection of every source, in order, without deadlines: for `argus collect --once`.
+    /// One collection of every polled source, in order, without deadlines: for `argus collect --once`.
+    /// Push and stream sources (`training`, `scrape`) have no "once" and are left out.
     /// Returns the stamped batch and each failed source with its error.
     pub fn collect_once(&mut self) -> (Batch, Vec<(&'static str, SourceError)>) {
         let now = now_ms();
@@ -94,13 +97,15 @@ impl Agent {
                     .await;
             });
         }
+        let emit = Emit { global: self.global.clone(), metrics: self.metrics.clone(), senders };
         let mut source_tasks = Vec::new();
         for s in self.sources {
-            let run =
-                SourceRun { global: self.global.clone(), metrics: self.metrics.clone(), senders: senders.clone() };
-            source_tasks.push(tokio::spawn(run.run(s, stop_rx.clone())));
+            source_tasks.push(tokio::spawn(emit.clone().run_polled(s, stop_rx.clone())));
         }
-        drop(senders);
+        for t in self.tasks {
+            source_tasks.push(tokio::spawn(t.run(emit.clone(), stop_rx.clone())));
+        }
+        drop(emit);
         tracing::info!(
             sources = source_tasks.len(),
             sinks = sink_tasks.len(),
@@ -122,26 +127,54 @@ impl Agent {
 /// What a collection on the blocking pool hands back: the source, its points, and how it went.
 type Collected = (Box<dyn Source>, Batch, Result<(), SourceError>);
 
-struct SourceRun {
+/// Where sources put their batches: stamps the global labels and hands each batch to every sink. Polled
+/// sources reach it through the agent's loop; push and stream sources ([`Task`]s) hold a clone.
+#[derive(Clone)]
+pub struct Emit {
     global: Arc<Vec<(String, String)>>,
     metrics: SelfMetrics,
     senders: Vec<mpsc::Sender<Batch>>,
 }
 
-impl SourceRun {
-    async fn run(self, s: Scheduled, mut stop: watch::Receiver<bool>) {
+// === impl Emit ===
+
+impl Emit {
+    /// An `Emit` feeding one channel, for tests and embedders that read batches themselves.
+    pub fn channel(global: Vec<(String, String)>, capacity: usize) -> (Emit, mpsc::Receiver<Batch>) {
+        let (tx, rx) = mpsc::channel(capacity);
+        (Emit { global: Arc::new(global), metrics: SelfMetrics::default(), senders: vec![tx] }, rx)
+    }
+
+    /// Stamps the global labels and sends the batch to every sink; false once the sinks are gone.
+    pub async fn send(&self, mut batch: Batch) -> bool {
+        if batch.is_empty() {
+            return true;
+        }
+        batch.stamp(&self.global);
+        for tx in &self.senders {
+            if tx.send(batch.clone()).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Records how a source's round went: self metrics on `/metrics`, and the same as points in `batch`.
+    pub fn report(&self, source: &'static str, now: i64, elapsed: Duration, ok: bool, batch: &mut Batch) {
+        let label = SourceLabel { source: source.to_string() };
+        self.metrics.source_duration.get_or_create(&label).set(elapsed.as_secs_f64());
+        self.metrics.source_success.get_or_create(&label).set(i64::from(ok));
+        self_points(source, now, elapsed, ok, batch);
+    }
+
+    async fn run_polled(self, s: Scheduled, stop: watch::Receiver<bool>) {
         let Scheduled { source, interval, timeout } = s;
         let name = source.name();
         let label = SourceLabel { source: name.to_string() };
         let mut slot: Option<Box<dyn Source>> = Some(source);
         let mut late: Option<tokio::task::JoinHandle<Collected>> = None;
-        let mut tick = tokio::time::interval(interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = stop.changed() => return,
-            }
+        let mut ticker = Ticker::new(interval, stop);
+        while ticker.next().await {
             // A collection that overran its deadline still holds the source: wait for it to come back,
             // dropping what it read (it is late), and skip this tick.
             if let Some(h) = late.take() {
@@ -181,8 +214,6 @@ impl SourceRun {
             };
             let elapsed = started.elapsed();
             let ok = result.is_ok();
-            self.metrics.source_duration.get_or_create(&label).set(elapsed.as_secs_f64());
-            self.metrics.source_success.get_or_create(&label).set(i64::from(ok));
             let unavailable = matches!(result, Err(SourceError::Unavailable(_)));
             if let Err(error) = result {
                 if unavailable {
@@ -191,12 +222,9 @@ impl SourceRun {
                     tracing::warn!(source = name, %error, "Collection failed");
                 }
             }
-            self_points(name, now, elapsed, ok, &mut batch);
-            batch.stamp(&self.global);
-            for tx in &self.senders {
-                if tx.send(batch.clone()).await.is_err() {
-                    return;
-                }
+            self.report(name, now, elapsed, ok, &mut batch);
+            if !self.send(batch).await {
+                return;
             }
             if unavailable {
                 return;

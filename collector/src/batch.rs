@@ -38,6 +38,19 @@ impl Point {
         Point { measurement: measurement.into(), tags: Vec::new(), fields: Vec::new(), t }
     }
 
+    /// A sample under a name kept exactly (a scraped metric): no measurement, the name as the field, so
+    /// the series is the name itself. In line protocol it is split at its first `_` into measurement and
+    /// field, which the store and VictoriaMetrics join back into the same name; a name without `_` (or
+    /// starting with one) becomes `{name}_value`.
+    pub fn scraped(name: String, v: f64, t: i64) -> Point {
+        Point {
+            measurement: Cow::Borrowed(""),
+            tags: Vec::new(),
+            fields: vec![(Cow::Owned(name), FieldValue::Num(v))],
+            t,
+        }
+    }
+
     /// Adds a tag; an empty value means "absent", as in Prometheus, and is left out.
     pub fn tag(mut self, name: &str, value: impl Into<String>) -> Point {
         let value = value.into();
@@ -66,8 +79,25 @@ impl Point {
         self
     }
 
-    /// Appends the point as one line of line protocol (millisecond precision), without a newline.
+    /// Appends the point as one line of line protocol (millisecond precision), without a newline (a
+    /// scraped point, without measurement, as one line per field).
     pub fn encode_lp(&self, out: &mut String) {
+        if self.measurement.is_empty() {
+            for (i, (name, v)) in self.fields.iter().enumerate() {
+                let (m, f) = match name.split_once('_') {
+                    Some((m, f)) if !m.is_empty() && !f.is_empty() => (m, f),
+                    _ => (name.as_ref(), "value"),
+                };
+                if i > 0 {
+                    out.push('\n');
+                }
+                let mut p = Point::new(m.to_string(), self.t);
+                p.tags = self.tags.clone();
+                p.fields.push((Cow::Owned(f.to_string()), v.clone()));
+                p.encode_lp(out);
+            }
+            return;
+        }
         let line = Line {
             measurement: Cow::Borrowed(&self.measurement),
             tags: self.tags.iter().map(|(k, v)| (Cow::Borrowed(k.as_str()), Cow::Borrowed(v.as_str()))).collect(),
@@ -198,6 +228,23 @@ mod tests {
             gpu,gpu=0,host=n1 xid="Xid 79: fallen off the bus" 1000
         "#]]
         .assert_eq(&sample_batch().to_line_protocol());
+    }
+
+    #[test]
+    fn scraped_names_survive_line_protocol() {
+        let mut b = Batch::new();
+        b.push(Point::scraped("vllm:num_requests_running".into(), 3.0, 1000).tag("job", "vllm"));
+        b.push(Point::scraped("up".into(), 1.0, 1000));
+        expect![[r#"
+            vllm:num,job=vllm requests_running=3 1000
+            up value=1 1000
+        "#]]
+        .assert_eq(&b.to_line_protocol());
+        expect![[r#"
+            up{} 1
+            vllm:num_requests_running{job="vllm"} 3
+        "#]]
+        .assert_eq(&b.to_exposition());
     }
 
     #[test]

@@ -22,7 +22,8 @@ use std::time::Duration;
 mod valid;
 
 pub use valid::{
-    DiskSettings, EventsSettings, GpuBackendKind, GpuSettings, NetSettings, SinkFormat, Valid, ValidSink, ValidSource,
+    DiskSettings, EventsSettings, GpuBackendKind, GpuSettings, NetSettings, ReplaySettings, ScrapeSettings,
+    ScrapeTarget, SinkFormat, TrainingLog, TrainingSettings, Valid, ValidSink, ValidSource,
 };
 
 /// The collector's settings as written. Every key is optional.
@@ -47,6 +48,12 @@ pub struct Config {
     pub disk: Option<DiskConfig>,
     pub net: Option<NetConfig>,
     pub events: Option<EventsConfig>,
+    /// Off unless its section is present (it opens a port).
+    pub training: Option<TrainingConfig>,
+    /// Off unless its section is present.
+    pub scrape: Option<ScrapeConfig>,
+    /// Off unless its section is present.
+    pub replay: Option<ReplayConfig>,
     #[serde(default, rename = "sink")]
     pub sinks: Vec<SinkConfig>,
 }
@@ -116,6 +123,71 @@ pub struct EventsConfig {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct TrainingConfig {
+    pub enabled: Option<bool>,
+    /// How often logs are read and the stall gauges written (default the global interval).
+    pub interval: Option<String>,
+    pub timeout: Option<String>,
+    /// Address of the push endpoint (`POST /progress`); default "127.0.0.1:9702", "" turns it off.
+    pub listen: Option<String>,
+    /// A job with no step progress for this long is stalled (default "10m").
+    pub stall_after: Option<String>,
+    /// A job not heard from for this long is forgotten (default "1h").
+    pub forget_after: Option<String>,
+    /// Trainer logs to follow.
+    #[serde(default)]
+    pub logs: Vec<TrainingLogConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingLogConfig {
+    pub path: PathBuf,
+    /// The `job` label; default the file name without its extension.
+    pub job: Option<String>,
+    /// The `rank` label; default "0".
+    pub rank: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScrapeConfig {
+    pub enabled: Option<bool>,
+    pub interval: Option<String>,
+    pub timeout: Option<String>,
+    #[serde(default)]
+    pub targets: Vec<ScrapeTargetConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScrapeTargetConfig {
+    /// e.g. "http://127.0.0.1:8000/metrics".
+    pub url: String,
+    /// The `job` label (default "scrape"); `instance` is the URL's host:port.
+    pub job: Option<String>,
+    /// More labels on every scraped series (a scraped label of the same name wins).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayConfig {
+    pub enabled: Option<bool>,
+    /// Wall-clock time between two replayed steps (default the global interval).
+    pub interval: Option<String>,
+    pub timeout: Option<String>,
+    /// The Alibaba GenAI trace's `pod_gpu_duty_cycle_anon` CSV, or its `.tar.gz`.
+    pub duty_cycle: Option<PathBuf>,
+    /// Optional: its `pod_gpu_memory_used_bytes_anon` CSV or `.tar.gz`.
+    pub memory_used: Option<PathBuf>,
+    /// How many of the trace's pods become GPUs (default 8), the busiest first.
+    pub gpus: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SinkConfig {
     /// Names the spool directory and the `sink` label of self metrics. Default "default", "1", "2"…
     pub name: Option<String>,
@@ -155,7 +227,7 @@ macro_rules! common {
         }
     )*};
 }
-common!(GpuConfig, DiskConfig, NetConfig, EventsConfig);
+common!(GpuConfig, DiskConfig, NetConfig, EventsConfig, TrainingConfig, ScrapeConfig, ReplayConfig);
 
 /// Why a configuration was refused. Messages name the file (when there is one), the line for syntax
 /// errors, and the field for invalid values.

@@ -1,10 +1,12 @@
-//! argus-collector owns the node agent: polled sources (`gpu`, `host`, `disk`, `net`) write points into
-//! batches, the agent stamps the global labels on them, and sinks ship them by Prometheus remote write or
-//! InfluxDB line protocol, spooling to disk while the store is unreachable.
+//! argus-collector owns the node agent: polled sources (`gpu`, `host`, `disk`, `net`, `events`, `replay`)
+//! and push/stream tasks (`training`, `scrape`) write points into batches, the agent stamps the global
+//! labels on them, and sinks ship them by Prometheus remote write or InfluxDB line protocol, spooling to
+//! disk while the store is unreachable.
 //!
 //! Shape (see ARCHITECTURE.md): `config` is parsed, then validated, then built; a [`Source`] is a
-//! synchronous poller run on a blocking thread with a deadline; a failing source never fails a
-//! collection; sinks are async and deliver at least once, in order.
+//! synchronous poller run on a blocking thread with a deadline, a [`source::Task`] an async task feeding
+//! the same [`agent::Emit`]; a failing source never fails a collection; sinks are async and deliver at
+//! least once, in order.
 
 pub mod agent;
 pub mod batch;

@@ -56,6 +56,16 @@ fn emitted() -> BTreeSet<String> {
     });
     std::fs::copy(golden::fixture("logs/train.log"), &log).unwrap();
     events.collect(1_000, &mut b).unwrap();
+    training(&mut b);
+    let target =
+        crate::config::ScrapeTarget { url: "http://x/metrics".into(), labels: vec![("job".into(), "x".into())] };
+    b.push(crate::source::scrape::scrape_point(&target, 1_000, true, std::time::Duration::from_millis(3), 10));
+    let replay = crate::config::ReplaySettings {
+        duty_cycle: golden::fixture("replay/pod_gpu_duty_cycle_anon.csv"),
+        memory_used: Some(golden::fixture("replay/pod_gpu_memory_used_bytes_anon.csv")),
+        gpus: 2,
+    };
+    crate::source::replay::Replay::load(&replay).collect(1_000, &mut b).unwrap();
     crate::agent::self_points("host", 1, std::time::Duration::from_millis(1), true, &mut b);
     let mut names: BTreeSet<String> =
         b.to_exposition().lines().map(|l| l[..l.find('{').unwrap()].to_string()).collect();
@@ -71,6 +81,30 @@ fn emitted() -> BTreeSet<String> {
         names.insert(l[..l.find(['{', ' ']).unwrap()].to_string());
     }
     names
+}
+
+/// Every `train` series: a report with every field, a checkpoint start and end, the stall gauges.
+fn training(b: &mut Batch) {
+    use crate::source::training::{Checkpoint, Jobs, Progress};
+    let all = Progress {
+        step: Some(1.0),
+        total_steps: Some(10.0),
+        epoch: Some(0.1),
+        loss: Some(2.0),
+        eval_loss: Some(2.1),
+        grad_norm: Some(1.0),
+        learning_rate: Some(1e-4),
+        samples_per_second: Some(8.0),
+        steps_per_second: Some(1.0),
+        tokens_per_second: Some(8192.0),
+        mfu: Some(0.4),
+        eta_seconds: Some(9.0),
+    };
+    let mut jobs = Jobs::default();
+    b.push(jobs.observe("j", "0", &all, Some(Checkpoint::Start), 1_000));
+    b.push(jobs.observe("j", "0", &Progress::default(), Some(Checkpoint::End), 2_000));
+    let minute = std::time::Duration::from_secs(60);
+    jobs.stall_points(3_000, minute, minute, b);
 }
 
 fn documented() -> BTreeSet<String> {

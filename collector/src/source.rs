@@ -1,23 +1,31 @@
-//! Polled sources: one module per thing read, each named after it (`gpu`, `host`, `disk`, `net`,
-//! `events`); that
-//! name is also its config key and its `source` label in self metrics.
+//! Sources: one module per thing read, each named after it (`gpu`, `host`, `disk`, `net`, `events`,
+//! `training`, `scrape`, `replay`); that name is also its config key and its `source` label in self metrics.
+//!
+//! Push and stream sources (`training`'s endpoint and logs, `scrape`'s HTTP requests) are async [`Task`]s that hand batches to the same [`Emit`] the polled sources' loop uses.
 //!
 //! A source is synchronous: the agent calls [`Source::collect`] on a blocking thread with a deadline,
 //! on the source's own interval. It writes what it could read into the batch even when part of it
 //! failed, and reports the first failure; the agent keeps the points and marks the source unsuccessful.
 //! A failing source never fails a collection of the others (node_exporter's rule).
 
+use crate::agent::Emit;
 use crate::batch::Batch;
 use crate::config::Valid;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::Duration;
+use tokio::sync::watch;
 
 pub mod disk;
 pub mod events;
 pub mod gpu;
 pub mod host;
 pub mod net;
+pub mod replay;
+pub mod scrape;
 pub mod tail;
+pub mod training;
 
 /// A polled source of points.
 pub trait Source: Send {
@@ -26,6 +34,37 @@ pub trait Source: Send {
 
     /// Reads once and appends points stamped `now` (milliseconds since the Unix epoch) to `batch`.
     fn collect(&mut self, now: i64, batch: &mut Batch) -> Result<(), SourceError>;
+}
+
+/// A push or stream source: an async task that hands batches to `emit` until `stop` turns true. It
+/// reports its own rounds (`Emit::report`) and never returns early on a failure it can outlive.
+pub trait Task: Send {
+    /// The config key and `source` label.
+    fn name(&self) -> &'static str;
+
+    fn run(self: Box<Self>, emit: Emit, stop: watch::Receiver<bool>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
+/// A source's clock: ticks on its interval (a missed tick is skipped, not made up) until the agent stops.
+pub(crate) struct Ticker {
+    tick: tokio::time::Interval,
+    stop: watch::Receiver<bool>,
+}
+
+impl Ticker {
+    pub(crate) fn new(every: Duration, stop: watch::Receiver<bool>) -> Ticker {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        Ticker { tick, stop }
+    }
+
+    /// Waits for the next tick; false once the agent stops.
+    pub(crate) async fn next(&mut self) -> bool {
+        tokio::select! {
+            _ = self.tick.tick() => true,
+            _ = self.stop.changed() => false,
+        }
+    }
 }
 
 /// Why a collection failed.
@@ -80,6 +119,21 @@ pub fn build(cfg: &Valid) -> Vec<Scheduled> {
     }
     if let Some(s) = &cfg.events {
         add(Box::new(events::Events::new(&s.settings)), s.interval, s.timeout);
+    }
+    if let Some(s) = &cfg.replay {
+        add(Box::new(replay::Replay::load(&s.settings)), s.interval, s.timeout);
+    }
+    out
+}
+
+/// Builds every push and stream source switched on in the config (no IO: listeners open in `run`).
+pub fn tasks(cfg: &Valid) -> Vec<Box<dyn Task>> {
+    let mut out: Vec<Box<dyn Task>> = Vec::new();
+    if let Some(s) = &cfg.training {
+        out.push(Box::new(training::Training::new(s.interval, s.settings.clone())));
+    }
+    if let Some(s) = &cfg.scrape {
+        out.push(Box::new(scrape::Scrape::new(s.interval, s.timeout, s.settings.clone())));
     }
     out
 }

@@ -54,7 +54,7 @@ fn errors_name_file_line_and_field() {
     check(
         "[collector]\nbogus = 1\n",
         expect![
-            "argus.toml:2:1: unknown field `bogus`, expected one of `interval`, `labels`, `procfs_root`, `sysfs_root`, `data_dir`, `listen`, `gpu`, `host`, `disk`, `net`, `events`, `sink`"
+            "argus.toml:2:1: unknown field `bogus`, expected one of `interval`, `labels`, `procfs_root`, `sysfs_root`, `data_dir`, `listen`, `gpu`, `host`, `disk`, `net`, `events`, `training`, `scrape`, `replay`, `sink`"
         ],
     );
     check(
@@ -98,4 +98,41 @@ fn shipped_example_loads() {
     let v = c.validate(&p.display().to_string()).unwrap();
     assert_eq!(v.labels.get("cluster").map(String::as_str), Some("train-a"));
     assert!(v.gpu.is_some() && v.host.is_some() && v.disk.is_some() && v.net.is_some());
+    assert!(v.training.is_some() && v.scrape.is_none() && v.replay.is_none());
+}
+
+#[test]
+fn training_scrape_and_replay_are_off_until_their_section_appears() {
+    let v = Config::default().validate("-").unwrap();
+    assert!(v.training.is_none() && v.scrape.is_none() && v.replay.is_none());
+    let v = Config::parse(
+        "[collector.training]\nstall_after = \"5m\"\n[[collector.training.logs]]\npath = \"/var/log/llama-rank3.log\"\nrank = \"3\"\n\
+         [collector.scrape]\n[[collector.scrape.targets]]\nurl = \"http://10.0.0.5:8000/metrics\"\nlabels = { model = \"llama\", job = \"mine\" }\n\
+         [collector.replay]\nduty_cycle = \"trace.csv\"\n",
+        "-",
+    )
+    .unwrap()
+    .validate("-")
+    .unwrap();
+    let t = v.training.unwrap().settings;
+    assert_eq!(t.listen, Some("127.0.0.1:9702".parse().unwrap()));
+    assert_eq!(t.stall_after, Duration::from_secs(300));
+    assert_eq!(t.logs[0].job, "llama-rank3", "job defaults to the file stem");
+    let s = v.scrape.unwrap().settings;
+    let labels: Vec<String> = s.targets[0].labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    assert_eq!(labels, ["instance=10.0.0.5:8000", "job=mine", "model=llama"]);
+    assert_eq!(v.replay.unwrap().settings.gpus, 8);
+}
+
+#[test]
+fn training_scrape_and_replay_errors_name_the_field() {
+    let err = |toml: &str| Config::parse(toml, "argus.toml").unwrap().validate("argus.toml").unwrap_err().to_string();
+    expect![[r#"argus.toml: collector.training.listen: "9702" is not an address"#]]
+        .assert_eq(&err("[collector.training]\nlisten = \"9702\"\n"));
+    expect!["argus.toml: collector.scrape.targets: no targets: add [[collector.scrape.targets]] url = …"]
+        .assert_eq(&err("[collector.scrape]\n"));
+    expect![[r#"argus.toml: collector.scrape.targets[0].url: "vllm:8000/metrics" is not an http:// or https:// URL"#]]
+        .assert_eq(&err("[collector.scrape]\n[[collector.scrape.targets]]\nurl = \"vllm:8000/metrics\"\n"));
+    expect!["argus.toml: collector.replay.duty_cycle: required: the trace's GPU duty-cycle file"]
+        .assert_eq(&err("[collector.replay]\ngpus = 2\n"));
 }

@@ -27,6 +27,9 @@ pub struct Valid {
     pub disk: Option<ValidSource<DiskSettings>>,
     pub net: Option<ValidSource<NetSettings>>,
     pub events: Option<ValidSource<EventsSettings>>,
+    pub training: Option<ValidSource<TrainingSettings>>,
+    pub scrape: Option<ValidSource<ScrapeSettings>>,
+    pub replay: Option<ValidSource<ReplaySettings>>,
     pub sinks: Vec<ValidSink>,
 }
 
@@ -63,6 +66,41 @@ pub struct EventsSettings {
     pub files: Vec<PathBuf>,
     /// `/dev/kmsg` by default; `None` turns the kernel log off.
     pub kernel_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TrainingSettings {
+    /// The push endpoint's address; `None` turns it off.
+    pub listen: Option<std::net::SocketAddr>,
+    pub stall_after: Duration,
+    pub forget_after: Duration,
+    pub logs: Vec<TrainingLog>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingLog {
+    pub path: PathBuf,
+    pub job: String,
+    pub rank: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ScrapeSettings {
+    pub targets: Vec<ScrapeTarget>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrapeTarget {
+    pub url: String,
+    /// `job`, `instance` and the configured labels, sorted by name.
+    pub labels: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReplaySettings {
+    pub duty_cycle: PathBuf,
+    pub memory_used: Option<PathBuf>,
+    pub gpus: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -200,6 +238,38 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
         },
     });
 
+    let training = match &c.training {
+        None => None,
+        Some(t) => match source("training", Some(&t.common()))? {
+            None => None,
+            Some((interval, timeout)) => Some(ValidSource { interval, timeout, settings: training(t, &bad)? }),
+        },
+    };
+    let scrape = match &c.scrape {
+        None => None,
+        Some(t) => match source("scrape", Some(&t.common()))? {
+            None => None,
+            Some((interval, timeout)) => Some(ValidSource { interval, timeout, settings: scrape(t, &bad)? }),
+        },
+    };
+    let replay = match &c.replay {
+        None => None,
+        Some(r) => match source("replay", Some(&r.common()))? {
+            None => None,
+            Some((interval, timeout)) => {
+                let Some(duty_cycle) = r.duty_cycle.clone() else {
+                    return Err(bad("collector.replay.duty_cycle", "required: the trace's GPU duty-cycle file".into()));
+                };
+                let gpus = r.gpus.unwrap_or(8);
+                if gpus == 0 {
+                    return Err(bad("collector.replay.gpus", "must be more than zero".into()));
+                }
+                let settings = ReplaySettings { duty_cycle, memory_used: r.memory_used.clone(), gpus };
+                Some(ValidSource { interval, timeout, settings })
+            }
+        },
+    };
+
     let mut sinks = Vec::new();
     let written = if c.sinks.is_empty() { vec![Default::default()] } else { c.sinks.clone() };
     for (i, s) in written.iter().enumerate() {
@@ -286,8 +356,63 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
         disk,
         net,
         events,
+        training,
+        scrape,
+        replay,
         sinks,
     })
+}
+
+type Bad<'a> = dyn Fn(&str, String) -> ConfigError + 'a;
+
+fn training(t: &super::TrainingConfig, bad: &Bad) -> Result<TrainingSettings, ConfigError> {
+    let listen = match t.listen.as_deref() {
+        None => Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9702))),
+        Some("") => None,
+        Some(l) => Some(l.parse().map_err(|_| bad("collector.training.listen", format!("{l:?} is not an address")))?),
+    };
+    let dur = |field: &str, v: &Option<String>, default: Duration| match v {
+        Some(s) => duration(s).map_err(|r| bad(field, r)),
+        None => Ok(default),
+    };
+    let mut logs = Vec::new();
+    for (i, l) in t.logs.iter().enumerate() {
+        let stem = l.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let job = l.job.clone().unwrap_or(stem);
+        if job.is_empty() {
+            return Err(bad(&format!("collector.training.logs[{i}].job"), "empty; name the job".into()));
+        }
+        logs.push(TrainingLog { path: l.path.clone(), job, rank: l.rank.clone().unwrap_or_else(|| "0".into()) });
+    }
+    Ok(TrainingSettings {
+        listen,
+        stall_after: dur("collector.training.stall_after", &t.stall_after, Duration::from_secs(600))?,
+        forget_after: dur("collector.training.forget_after", &t.forget_after, Duration::from_secs(3600))?,
+        logs,
+    })
+}
+
+fn scrape(s: &super::ScrapeConfig, bad: &Bad) -> Result<ScrapeSettings, ConfigError> {
+    let mut targets = Vec::new();
+    for (i, t) in s.targets.iter().enumerate() {
+        let field = |f: &str| format!("collector.scrape.targets[{i}].{f}");
+        check_url(&t.url).map_err(|r| bad(&field("url"), r))?;
+        let rest = t.url.split_once("://").map_or("", |(_, r)| r);
+        let instance = rest.split(['/', '?']).next().unwrap_or(rest).to_string();
+        let mut labels: BTreeMap<String, String> = t.labels.clone();
+        for (k, v) in &labels {
+            if !is_label_name(k) || v.is_empty() {
+                return Err(bad(&field(&format!("labels.{k}")), "needs a valid label name and a value".into()));
+            }
+        }
+        labels.entry("job".into()).or_insert_with(|| t.job.clone().unwrap_or_else(|| "scrape".into()));
+        labels.entry("instance".into()).or_insert(instance);
+        targets.push(ScrapeTarget { url: t.url.clone(), labels: labels.into_iter().collect() });
+    }
+    if targets.is_empty() {
+        return Err(bad("collector.scrape.targets", "no targets: add [[collector.scrape.targets]] url = …".into()));
+    }
+    Ok(ScrapeSettings { targets })
 }
 
 fn is_label_name(s: &str) -> bool {

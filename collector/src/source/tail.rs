@@ -16,6 +16,8 @@ pub struct Tail {
     ino: u64,
     /// Regular files: a line not yet ended by a newline.
     partial: String,
+    /// A carriage return ends a line too (progress bars redraw with `\r` and no newline).
+    cr_ends_line: bool,
 }
 
 impl Tail {
@@ -33,7 +35,13 @@ impl Tail {
             file.seek(SeekFrom::End(0))?;
         }
         let ino = file.metadata()?.ino();
-        Ok(Tail { path: path.to_path_buf(), file, kmsg, ino, partial: String::new() })
+        Ok(Tail { path: path.to_path_buf(), file, kmsg, ino, partial: String::new(), cr_ends_line: false })
+    }
+
+    /// Ends lines at a carriage return too, so each redraw of a progress bar is a line of its own.
+    pub fn cr_ends_line(mut self) -> Tail {
+        self.cr_ends_line = true;
+        self
     }
 
     /// The complete lines logged since the last call.
@@ -90,9 +98,14 @@ impl Tail {
         }
         let mut text = std::mem::take(&mut self.partial);
         text.push_str(&String::from_utf8_lossy(&bytes));
-        let complete = text.rfind('\n').map_or(0, |i| i + 1);
+        let ends: &[char] = if self.cr_ends_line { &['\n', '\r'] } else { &['\n'] };
+        let complete = text.rfind(ends).map_or(0, |i| i + 1);
         self.partial = text[complete..].to_string();
-        text[..complete].lines().map(String::from).collect()
+        if self.cr_ends_line {
+            text[..complete].split(ends).filter(|l| !l.is_empty()).map(String::from).collect()
+        } else {
+            text[..complete].lines().map(String::from).collect()
+        }
     }
 }
 
