@@ -8,6 +8,8 @@ pub mod matchers;
 pub mod raw;
 mod validate;
 
+pub(crate) use validate::line_of;
+
 use crate::flap::FlapConfig;
 use crate::incident::CorrelationConfig;
 use crate::inhibit::InhibitRule;
@@ -32,6 +34,17 @@ pub struct Config {
     pub flap: Option<FlapConfig>,
     /// Incident correlation; off when the `argus.correlation` section is absent.
     pub correlation: Option<CorrelationConfig>,
+    /// Rule evaluation; off when the `argus.rules` section is absent.
+    pub rules: Option<RulesConfig>,
+}
+
+/// `argus.rules`: the rule files `argus serve` evaluates against its store, and Prometheus' flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RulesConfig {
+    /// As written; relative paths are read from the configuration file's directory.
+    pub files: Vec<std::path::PathBuf>,
+    pub opts: crate::rules::group::EvalOptions,
+    pub builtins: crate::rules::builtin::Builtins,
 }
 
 /// A configuration error: `file:line: field: reason` (the line when it can be found).
@@ -59,14 +72,17 @@ impl fmt::Display for ConfigError {
 
 /// Reads and validates a configuration file.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let file = path.display().to_string();
-    let src = std::fs::read_to_string(path).map_err(|e| ConfigError {
-        file: file.clone(),
-        line: None,
-        field: String::new(),
-        reason: format!("cannot read: {e}"),
-    })?;
+    let (src, file) = read(path)?;
     parse(&src, &file)
+}
+
+/// A file's text and its name for errors.
+pub(crate) fn read(path: &Path) -> Result<(String, String), ConfigError> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(src) => Ok((src, file)),
+        Err(e) => Err(ConfigError { file, line: None, field: String::new(), reason: format!("cannot read: {e}") }),
+    }
 }
 
 /// Parses and validates configuration text; `file` names it in errors.
@@ -80,7 +96,7 @@ pub fn parse(src: &str, file: &str) -> Result<Config, ConfigError> {
 }
 
 /// serde_norway's message is `path: reason at line L column C`; split it into our fields.
-fn from_serde(e: &serde_norway::Error, file: &str) -> ConfigError {
+pub(crate) fn from_serde(e: &serde_norway::Error, file: &str) -> ConfigError {
     let mut msg = e.to_string();
     let line = e.location().map(|l| l.line());
     if let Some(i) = msg.find(" at line ") {

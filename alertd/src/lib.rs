@@ -24,6 +24,7 @@ pub mod outbox;
 pub mod receiver;
 pub mod replay;
 pub mod route;
+pub mod rules;
 pub mod runner;
 pub mod silence;
 pub mod store;

@@ -119,6 +119,12 @@ fn parse(query: &str) -> Result<Expr, QueryError> {
         .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {}", syntax::with_position(query, &e))))
 }
 
+/// Checks that `query` parses, as the query endpoints would (rule files are validated with it); the
+/// error is the message those endpoints answer.
+pub fn check(query: &str) -> Result<(), QueryError> {
+    parse(query).map(|_| ())
+}
+
 /// `promql-parser`'s message for `query` with Prometheus' `line:col: parse error:` prefix.
 pub fn parse_error(query: &str, message: &str) -> String {
     syntax::with_position(query, message)

@@ -281,6 +281,25 @@ pub struct Argus {
     pub external_url: Option<String>,
     pub flap: Option<Flap>,
     pub correlation: Option<Correlation>,
+    pub rules: Option<Rules>,
+}
+
+/// Prometheus rule evaluation against the store (`argus serve` only).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rules {
+    /// Prometheus rule files; relative paths are read from the configuration file's directory.
+    #[serde(default)]
+    pub files: Vec<String>,
+    pub resend_delay: Option<String>,
+    pub for_grace_period: Option<String>,
+    pub for_outage_tolerance: Option<String>,
+    /// The built-in Watchdog alert; default on.
+    pub watchdog: Option<bool>,
+    /// The built-in HostDown alert; default on.
+    pub host_down: Option<bool>,
+    pub host_down_metric: Option<String>,
+    pub host_down_after: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

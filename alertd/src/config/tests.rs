@@ -95,7 +95,9 @@ fn bad_input_names_line_and_field() {
     );
     check(
         &format!("route:\n  receiver: r\n{r}argus:\n  storm: {{}}\n"),
-        expect!["alertd.yml:7: argus: unknown field `storm`, expected one of `external_url`, `flap`, `correlation`"],
+        expect![
+            "alertd.yml:7: argus: unknown field `storm`, expected one of `external_url`, `flap`, `correlation`, `rules`"
+        ],
     );
     check(
         "route:\n  receiver: r\n  group_by: host\n",
@@ -231,4 +233,48 @@ fn email_and_rate_limit() {
         .assert_eq(&bad("email_configs: [{to: a@x.org, smarthost: 'smtp:25'}]"));
     expect!["alertd.yml:4: receivers[0].argus.rate_limit: max and per must be greater than 0"]
         .assert_eq(&bad("argus: {rate_limit: {max: 0, per: 1m}}"));
+}
+
+/// `argus.rules`: the rule files, Prometheus' flags and the built-ins, or the error.
+fn check_rules(rules: &str, expect: Expect) {
+    let src = format!("route:\n  receiver: r\n{RECEIVERS}argus:\n  rules:\n{rules}");
+    let got = match parse(&src, "alertd.yml") {
+        Ok(c) => format!("{:?}", c.rules),
+        Err(e) => e.to_string(),
+    };
+    expect.assert_eq(&got);
+}
+
+#[test]
+fn rules_section() {
+    check_rules(
+        "    files: [a.yml]\n",
+        expect![[
+            r#"Some(RulesConfig { files: ["a.yml"], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("host_cpu_seconds_total"), host_down_after: 120s } })"#
+        ]],
+    );
+    check_rules(
+        "    resend_delay: 30s\n    watchdog: false\n    host_down: false\n",
+        expect![[
+            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 30s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: false, host_down_metric: None, host_down_after: 120s } })"#
+        ]],
+    );
+    check_rules(
+        "    host_down_metric: node_load1\n    host_down_after: 5m\n",
+        expect![[
+            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("node_load1"), host_down_after: 300s } })"#
+        ]],
+    );
+    check_rules(
+        "    for_grace_period: later\n",
+        expect![[
+            r#"alertd.yml:8: argus.rules.for_grace_period: invalid duration "later" (expected e.g. 30s, 5m, 1h30m, 2d)"#
+        ]],
+    );
+    check_rules(
+        "    evaluation_interval: 1m\n",
+        expect![
+            "alertd.yml:8: argus.rules: unknown field `evaluation_interval`, expected one of `files`, `resend_delay`, `for_grace_period`, `for_outage_tolerance`, `watchdog`, `host_down`, `host_down_metric`, `host_down_after`"
+        ],
+    );
 }

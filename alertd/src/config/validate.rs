@@ -3,7 +3,7 @@
 //! no positions after deserialisation).
 
 use super::raw;
-use super::{Config, ConfigError, duration, im, matchers};
+use super::{Config, ConfigError, RulesConfig, duration, im, matchers};
 use crate::deliver::template::BodyTemplate;
 use crate::deliver::webhook::SIGNATURE_HEADER;
 use crate::flap::FlapConfig;
@@ -11,10 +11,13 @@ use crate::incident::{CauseRule, CorrelationConfig};
 use crate::inhibit::InhibitRule;
 use crate::receiver::{Receiver, WebhookConfig};
 use crate::route::{GroupBy, Route, RouteOpts};
+use crate::rules::builtin::Builtins;
+use crate::rules::group::EvalOptions;
 use crate::timeinterval::TimeInterval;
 use argus_model::Secret;
 use argus_model::{MatchOp, Matcher};
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub(super) struct Ctx<'a> {
@@ -73,7 +76,7 @@ impl Ctx<'_> {
 
 /// The 1-based line of the first line whose text, after indentation and a list dash, starts with
 /// `needle`; failing that, the first line containing it.
-fn line_of(src: &str, needle: &str) -> Option<usize> {
+pub(crate) fn line_of(src: &str, needle: &str) -> Option<usize> {
     if needle.is_empty() {
         return None;
     }
@@ -279,6 +282,53 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         Some(k) => Some(correlation(&c, k)?),
     };
 
+    let rules = match &argus.rules {
+        None => None,
+        Some(r) => {
+            let d = EvalOptions::default();
+            let opts = EvalOptions {
+                resend_delay: c.duration(
+                    "argus.rules.resend_delay",
+                    "resend_delay",
+                    &r.resend_delay,
+                    d.resend_delay,
+                )?,
+                for_grace_period: c.duration(
+                    "argus.rules.for_grace_period",
+                    "for_grace_period",
+                    &r.for_grace_period,
+                    d.for_grace_period,
+                )?,
+                outage_tolerance: c.duration(
+                    "argus.rules.for_outage_tolerance",
+                    "for_outage_tolerance",
+                    &r.for_outage_tolerance,
+                    d.outage_tolerance,
+                )?,
+            };
+            if let Some(i) = r.files.iter().position(|f| f.is_empty()) {
+                return Err(c.err(format!("argus.rules.files[{i}]"), "files:", "must not be empty"));
+            }
+            let b = Builtins::default();
+            let metric = r.host_down_metric.clone().or(b.host_down_metric);
+            if metric.as_deref().is_some_and(|m| m.is_empty()) {
+                return Err(c.err("argus.rules.host_down_metric", "host_down_metric:", "must not be empty"));
+            }
+            let builtins = Builtins {
+                watchdog: r.watchdog.unwrap_or(b.watchdog),
+                host_down_metric: metric.filter(|_| r.host_down.unwrap_or(true)),
+                host_down_after: c.duration(
+                    "argus.rules.host_down_after",
+                    "host_down_after",
+                    &r.host_down_after,
+                    b.host_down_after,
+                )?,
+            };
+            let files = r.files.iter().map(PathBuf::from).collect();
+            Some(RulesConfig { files, opts, builtins })
+        }
+    };
+
     Ok(Config {
         resolve_timeout,
         route,
@@ -288,6 +338,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         external_url: argus.external_url.unwrap_or_default(),
         flap,
         correlation,
+        rules,
     })
 }
 

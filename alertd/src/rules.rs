@@ -1,0 +1,68 @@
+//! Prometheus rule evaluation: rule files (`file`), the `{{ $labels.x }}` / `{{ $value }}` template
+//! subset (`template`), each alerting rule's pending → firing → resolved state (`alerting`), and the
+//! groups evaluated on their interval against a [`StoreBackend`](argus_store::backend::StoreBackend)
+//! (`group`), with alerts posted into the engine as API v2 posts are.
+
+pub mod alerting;
+pub mod builtin;
+pub mod file;
+pub mod group;
+pub mod template;
+
+pub use file::{load, parse};
+
+use crate::config::ConfigError;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Prometheus' `evaluation_interval` default, for groups that name no `interval`.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
+
+/// A validated rule group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleGroup {
+    /// The file it was read from (for logs).
+    pub file: String,
+    pub name: String,
+    pub interval: Duration,
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rule {
+    Alerting(AlertingRule),
+    Recording(RecordingRule),
+}
+
+/// `alert:` — fires when `expr` returns samples for `for`, keeps firing `keep_firing_for` after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertingRule {
+    pub name: String,
+    pub expr: String,
+    pub hold: Duration,
+    pub keep_firing_for: Duration,
+    /// Values are templates.
+    pub labels: BTreeMap<String, String>,
+    /// Values are templates.
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// `record:` — writes `expr`'s result as series named `record`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordingRule {
+    pub record: String,
+    pub expr: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// How often the built-in group (Watchdog, HostDown) is evaluated.
+pub const BUILTIN_INTERVAL: Duration = Duration::from_secs(15);
+
+/// Rule files, each an error naming its file, line and field.
+pub fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<RuleGroup>, ConfigError> {
+    let mut groups = Vec::new();
+    for p in paths {
+        groups.extend(load(p)?);
+    }
+    Ok(groups)
+}

@@ -1,0 +1,239 @@
+//! Rule groups evaluated on their interval through a [`StoreBackend`]: each rule's instant query at
+//! the evaluation time, recording rules' results and the `ALERTS` / `ALERTS_FOR_STATE` series written
+//! back (with stale markers when a series ends), alerts sent into the engine like API v2 posts, and
+//! pending `for` state restored from `ALERTS_FOR_STATE` after the first evaluation, as Prometheus
+//! does (rules/manager.go `RestoreForState`).
+
+use super::alerting::{ALERTS_FOR_STATE, AlertingState};
+use super::{RecordingRule, Rule, RuleGroup};
+use crate::alert::PostableAlert;
+use crate::clock::{Clock, TokioClock};
+use crate::runner::Shared;
+use crate::time::Timestamp;
+use argus_model::{Labels, METRIC_NAME, Matcher, Sample};
+use argus_store::backend::{BackendError, QueryValue, StoreBackend};
+use argus_store::query::STALE_NAN_BITS;
+use argus_store::remote_write::WriteSeries;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where evaluated alerts go: the engine, as if posted to `/api/v2/alerts`.
+pub trait AlertSink: Send + Sync {
+    fn send(&self, now: Timestamp, alerts: Vec<PostableAlert>);
+}
+
+impl AlertSink for Shared {
+    fn send(&self, now: Timestamp, alerts: Vec<PostableAlert>) {
+        let result = {
+            let mut engine = self.lock();
+            engine.advance(now);
+            engine.post(now, alerts)
+        };
+        if let Err(error) = result {
+            tracing::warn!(%error, "Rule alerts refused");
+        }
+        self.changed();
+    }
+}
+
+/// Prometheus' defaults for the flags of the same names.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EvalOptions {
+    /// `--rules.alert.resend-delay`: how often a firing alert is sent again.
+    pub resend_delay: Duration,
+    /// `--rules.alert.for-grace-period`: the least time left before a restored alert fires.
+    pub for_grace_period: Duration,
+    /// `--rules.alert.for-outage-tolerance`: how old an `ALERTS_FOR_STATE` sample may be to restore from.
+    pub outage_tolerance: Duration,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions {
+            resend_delay: Duration::from_secs(60),
+            for_grace_period: Duration::from_secs(10 * 60),
+            outage_tolerance: Duration::from_secs(60 * 60),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("query failed: {0}")]
+    Query(#[from] BackendError),
+    #[error("query answered a {0}, not an instant vector or a scalar")]
+    NotVector(&'static str),
+    #[error(transparent)]
+    Template(#[from] super::template::TemplateError),
+}
+
+enum RuleState {
+    Alerting(AlertingState),
+    Recording(RecordingRule),
+}
+
+/// A group's rules and what each wrote at its last evaluation (to mark ended series stale).
+pub struct GroupState {
+    pub name: String,
+    pub interval: Duration,
+    rules: Vec<(RuleState, HashSet<Labels>)>,
+    evaluated: bool,
+}
+
+impl GroupState {
+    pub fn new(group: RuleGroup) -> Self {
+        let rules = group
+            .rules
+            .into_iter()
+            .map(|r| match r {
+                Rule::Alerting(a) => (RuleState::Alerting(AlertingState::new(a)), HashSet::new()),
+                Rule::Recording(r) => (RuleState::Recording(r), HashSet::new()),
+            })
+            .collect();
+        GroupState { name: group.name, interval: group.interval, rules, evaluated: false }
+    }
+
+    /// The alerting rules' states, for tests and the API.
+    pub fn alerting(&self) -> impl Iterator<Item = &AlertingState> {
+        self.rules.iter().filter_map(|(r, _)| match r {
+            RuleState::Alerting(a) => Some(a),
+            RuleState::Recording(_) => None,
+        })
+    }
+}
+
+/// Evaluates groups against a backend and sends their alerts to a sink.
+pub struct Evaluator {
+    pub backend: Arc<dyn StoreBackend>,
+    pub sink: Arc<dyn AlertSink>,
+    pub opts: EvalOptions,
+}
+
+impl Evaluator {
+    /// One evaluation of every rule of `g` at `ts`. A failing rule is logged and the others still run.
+    pub async fn eval(&self, g: &mut GroupState, ts: Timestamp) {
+        let first = !g.evaluated;
+        g.evaluated = true;
+        for (rule, written) in &mut g.rules {
+            let name = match rule {
+                RuleState::Alerting(a) => a.rule.name.clone(),
+                RuleState::Recording(r) => r.record.clone(),
+            };
+            if let Err(error) = self.eval_rule(rule, written, ts, first, g.interval).await {
+                tracing::warn!(group = %g.name, rule = %name, %error, "Rule evaluation failed");
+            }
+        }
+    }
+
+    async fn eval_rule(
+        &self,
+        rule: &mut RuleState,
+        written: &mut HashSet<Labels>,
+        ts: Timestamp,
+        first: bool,
+        interval: Duration,
+    ) -> Result<(), EvalError> {
+        let expr = match rule {
+            RuleState::Alerting(a) => a.rule.expr.clone(),
+            RuleState::Recording(r) => r.expr.clone(),
+        };
+        let result = instant_vector(self.backend.query_instant(&expr, ts.0).await?)?;
+        let out = match rule {
+            RuleState::Recording(r) => result
+                .into_iter()
+                .map(|(mut l, v)| {
+                    l.set(METRIC_NAME, &r.record);
+                    for (k, val) in &r.labels {
+                        l.set(k, val);
+                    }
+                    (l, v)
+                })
+                .collect(),
+            RuleState::Alerting(a) => {
+                let out = a.eval(ts, &result)?;
+                if first && !a.restored {
+                    self.restore(a, ts).await?;
+                }
+                let alerts = a.to_send(ts, self.opts.resend_delay, interval);
+                if !alerts.is_empty() {
+                    self.sink.send(ts, alerts);
+                }
+                out
+            }
+        };
+        self.write(out, written, ts).await
+    }
+
+    /// Writes this evaluation's samples, and a stale marker for each series written last time only.
+    async fn write(
+        &self,
+        out: Vec<(Labels, f64)>,
+        written: &mut HashSet<Labels>,
+        ts: Timestamp,
+    ) -> Result<(), EvalError> {
+        let now: HashSet<Labels> = out.iter().map(|(l, _)| l.clone()).collect();
+        let stale = f64::from_bits(STALE_NAN_BITS);
+        let mut series: Vec<WriteSeries> =
+            out.into_iter().map(|(labels, v)| WriteSeries { labels, samples: vec![Sample::new(ts.0, v)] }).collect();
+        series.extend(
+            written
+                .difference(&now)
+                .map(|l| WriteSeries { labels: l.clone(), samples: vec![Sample::new(ts.0, stale)] }),
+        );
+        *written = now;
+        if series.is_empty() {
+            return Ok(());
+        }
+        self.backend.write(series).await?;
+        Ok(())
+    }
+
+    /// Reads the rule's `ALERTS_FOR_STATE` series of the last `outage_tolerance` and restores from them.
+    async fn restore(&self, a: &mut AlertingState, ts: Timestamp) -> Result<(), EvalError> {
+        let matchers = [Matcher::eq(METRIC_NAME, ALERTS_FOR_STATE), Matcher::eq("alertname", &a.rule.name)];
+        let start = ts - self.opts.outage_tolerance;
+        let found = match self.backend.select(&matchers, start.0, ts.0).await {
+            Ok(f) => f,
+            Err(e) => {
+                // Evaluation goes on unrestored rather than never writing ALERTS.
+                a.restore(ts, &[], self.opts.for_grace_period);
+                return Err(e.into());
+            }
+        };
+        let last: Vec<(Labels, i64, f64)> =
+            found.iter().filter_map(|s| s.samples.last().map(|x| (s.labels.without_name(), x.t, x.v))).collect();
+        a.restore(ts, &last, self.opts.for_grace_period);
+        Ok(())
+    }
+
+    /// Evaluates `group` every interval on `clock`, forever (abort the task to stop it).
+    pub async fn run(self: Arc<Self>, group: RuleGroup, clock: TokioClock) {
+        let mut g = GroupState::new(group);
+        let mut tick = tokio::time::interval(g.interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            self.eval(&mut g, clock.now()).await;
+        }
+    }
+}
+
+/// An instant query's answer as samples: a scalar is one sample without labels, as Prometheus'
+/// rule query function makes it.
+fn instant_vector(v: QueryValue) -> Result<Vec<(Labels, f64)>, EvalError> {
+    match v {
+        QueryValue::Vector(v) => Ok(v.into_iter().map(|(l, s)| (Labels::clone(&l), s.v)).collect()),
+        QueryValue::Scalar(s) => Ok(vec![(Labels::default(), s.v)]),
+        QueryValue::Matrix(_) => Err(EvalError::NotVector("range vector")),
+        QueryValue::String(..) => Err(EvalError::NotVector("string")),
+    }
+}
+
+/// Starts one task per group.
+pub fn spawn(groups: Vec<RuleGroup>, evaluator: Arc<Evaluator>, clock: TokioClock) -> Vec<tokio::task::JoinHandle<()>> {
+    groups.into_iter().map(|g| tokio::spawn(evaluator.clone().run(g, clock.clone()))).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,174 @@
+use super::*;
+use crate::rules::parse;
+use argus_store::Series;
+use argus_store::backend::BoxFuture;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+const T0: i64 = 1_700_000_000_000;
+const MIN: i64 = 60_000;
+
+/// Answers each query from a table and keeps what is written; `select` reads the writes back.
+#[derive(Default)]
+struct Fake {
+    answers: Mutex<HashMap<String, Vec<(Labels, f64)>>>,
+    written: Mutex<Vec<WriteSeries>>,
+}
+
+impl StoreBackend for Fake {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+    fn describe(&self) -> String {
+        "fake".into()
+    }
+    fn write(&self, series: Vec<WriteSeries>) -> BoxFuture<'_, Result<(), BackendError>> {
+        self.written.lock().unwrap().extend(series);
+        Box::pin(async { Ok(()) })
+    }
+    fn select<'a>(
+        &'a self,
+        m: &'a [Matcher],
+        start: i64,
+        end: i64,
+    ) -> BoxFuture<'a, Result<Vec<Series>, BackendError>> {
+        let mut out: Vec<Series> = Vec::new();
+        for w in self.written.lock().unwrap().iter() {
+            if !m.iter().all(|m| m.matches(w.labels.get(&m.name).unwrap_or(""))) {
+                continue;
+            }
+            let samples: Vec<Sample> = w.samples.iter().filter(|s| s.t >= start && s.t <= end).copied().collect();
+            match out.iter_mut().find(|s| *s.labels == w.labels) {
+                Some(s) => s.samples.extend(samples),
+                None => out.push(Series { labels: Arc::new(w.labels.clone()), samples }),
+            }
+        }
+        Box::pin(async move { Ok(out) })
+    }
+    fn query_instant<'a>(&'a self, q: &'a str, t: i64) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
+        let v = self.answers.lock().unwrap().get(q).cloned().unwrap_or_default();
+        let v = v.into_iter().map(|(l, v)| (Arc::new(l), Sample::new(t, v))).collect();
+        Box::pin(async move { Ok(QueryValue::Vector(v)) })
+    }
+    fn query_range<'a>(
+        &'a self,
+        _: &'a str,
+        _: i64,
+        _: i64,
+        _: i64,
+    ) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
+        Box::pin(async { Err(BackendError::Config("no range queries here".into())) })
+    }
+}
+
+#[derive(Default)]
+struct Sink(Mutex<Vec<(Timestamp, PostableAlert)>>);
+
+impl AlertSink for Sink {
+    fn send(&self, now: Timestamp, alerts: Vec<PostableAlert>) {
+        self.0.lock().unwrap().extend(alerts.into_iter().map(|a| (now, a)));
+    }
+}
+
+const RULES: &str = "groups:\n- name: g\n  interval: 1m\n  rules:\n  - alert: Hot\n    expr: temp > 80\n    for: 2m\n    annotations: {summary: '{{ $labels.host }} is {{ $value }}'}\n  - record: temp:max\n    expr: max(temp)\n";
+
+fn setup(backend: Arc<Fake>) -> (Arc<Evaluator>, Arc<Sink>, RuleGroup) {
+    let sink = Arc::new(Sink::default());
+    // A grace period under the rule's `for: 2m`, so that it is restored.
+    let opts = EvalOptions { for_grace_period: Duration::from_secs(60), ..EvalOptions::default() };
+    let ev = Arc::new(Evaluator { backend, sink: sink.clone(), opts });
+    let group = parse(RULES, "r.yml").unwrap().remove(0);
+    (ev, sink, group)
+}
+
+fn hot(backend: &Fake, v: Option<f64>) {
+    let l = Labels::from_pairs([("__name__", "temp"), ("host", "n1")]);
+    let mut a = backend.answers.lock().unwrap();
+    a.insert("temp > 80".into(), v.map(|v| vec![(l.clone(), v)]).unwrap_or_default());
+    a.insert("max(temp)".into(), vec![(Labels::default(), v.unwrap_or(20.0))]);
+}
+
+/// The sent alerts as `minute: alertname state(ends) summary`, minutes from T0.
+fn sent(sink: &Sink) -> Vec<String> {
+    let m = |t: Timestamp| (t.0 - T0) / MIN;
+    let sent = sink.0.lock().unwrap();
+    sent.iter()
+        .map(|(t, a)| {
+            let ends = a.ends_at.map_or(-1, m);
+            let starts = a.starts_at.map_or(-1, m);
+            format!("{}: {} starts={starts} ends={ends} {}", m(*t), a.labels["alertname"], a.annotations["summary"])
+        })
+        .collect()
+}
+
+fn written(backend: &Fake, name: &str) -> Vec<String> {
+    let w = backend.written.lock().unwrap();
+    w.iter()
+        .filter(|s| s.labels.metric_name() == Some(name))
+        .flat_map(|s| s.samples.iter().map(move |x| format!("{} {} {}", (x.t - T0) / MIN, s.labels, x.v)))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn pending_firing_resolved_on_tokio_time() {
+    let backend = Arc::new(Fake::default());
+    hot(&backend, Some(90.0));
+    let (ev, sink, group) = setup(backend.clone());
+    let task = tokio::spawn(ev.run(group, TokioClock::starting_at(Timestamp(T0))));
+    tokio::time::sleep(Duration::from_millis(2 * MIN as u64 + 1000)).await;
+    hot(&backend, None);
+    tokio::time::sleep(Duration::from_millis(MIN as u64)).await;
+    task.abort();
+    expect_test::expect![[r#"
+        [
+            "2: Hot starts=2 ends=6 n1 is 90",
+            "3: Hot starts=2 ends=3 n1 is 90",
+        ]
+    "#]]
+    .assert_debug_eq(&sent(&sink));
+    expect_test::expect![[r#"
+        [
+            "1 ALERTS{alertname=\"Hot\", alertstate=\"pending\", host=\"n1\"} 1",
+            "2 ALERTS{alertname=\"Hot\", alertstate=\"firing\", host=\"n1\"} 1",
+            "2 ALERTS{alertname=\"Hot\", alertstate=\"pending\", host=\"n1\"} NaN",
+            "3 ALERTS{alertname=\"Hot\", alertstate=\"firing\", host=\"n1\"} NaN",
+        ]
+    "#]]
+    .assert_debug_eq(&written(&backend, "ALERTS"));
+    expect_test::expect![[r#"
+        [
+            "0 temp:max{} 90",
+            "1 temp:max{} 90",
+            "2 temp:max{} 90",
+            "3 temp:max{} 20",
+        ]
+    "#]]
+    .assert_debug_eq(&written(&backend, "temp:max"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn for_state_is_restored_after_a_restart() {
+    let backend = Arc::new(Fake::default());
+    hot(&backend, Some(90.0));
+    // Pending since minute -5, last written at minute -1: with `for: 2m` it had been pending long
+    // enough, so it fires at the first evaluation after restoring rather than 2 minutes later.
+    let labels = Labels::from_pairs([("__name__", ALERTS_FOR_STATE), ("alertname", "Hot"), ("host", "n1")]);
+    let since = (T0 - 5 * MIN) as f64 / 1000.0;
+    backend.written.lock().unwrap().push(WriteSeries { labels, samples: vec![Sample::new(T0 - MIN, since)] });
+    let (ev, sink, group) = setup(backend.clone());
+    let mut g = GroupState::new(group);
+    ev.eval(&mut g, Timestamp(T0)).await;
+    let a = g.alerting().next().unwrap();
+    assert_eq!(a.alerts()[0].active_at, Timestamp(T0 - 5 * MIN), "activeAt restored");
+    assert!(sent(&sink).is_empty(), "still pending at the first evaluation");
+    ev.eval(&mut g, Timestamp(T0 + MIN)).await;
+    assert_eq!(sent(&sink), ["1: Hot starts=1 ends=5 n1 is 90"]);
+    // Without the restore it would still be pending: a fresh group sees no state to restore.
+    let fresh = Arc::new(Fake::default());
+    hot(&fresh, Some(90.0));
+    let (ev, sink, group) = setup(fresh);
+    let mut g = GroupState::new(group);
+    ev.eval(&mut g, Timestamp(T0)).await;
+    ev.eval(&mut g, Timestamp(T0 + MIN)).await;
+    assert!(sent(&sink).is_empty());
+}
