@@ -44,8 +44,11 @@ use argus_alertd::clock::TokioClock;
 use argus_alertd::db::{Db, DbLog, DbSilences, HistoryNotifier};
 use argus_alertd::deliver::{self, Deliverer, RetryPolicy};
 use argus_alertd::outbox::Outbox;
+use argus_alertd::rules::RuleGroup;
+use argus_alertd::rules::group::{EvalOptions, Evaluator};
 use argus_alertd::runner::Shared;
 use argus_alertd::{Engine, Timestamp};
+use argus_store::backend::StoreBackend;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -55,6 +58,11 @@ const DEFAULT_CONFIG_FILE: &str = "config/alertd.yml";
 
 /// The alertd configuration `[alertd]` names, validated, and its text.
 pub fn load_config(a: &Alertd) -> Result<(argus_alertd::Config, String)> {
+    load_config_at(a).map(|(cfg, text, _)| (cfg, text))
+}
+
+/// `load_config`, with the directory relative rule files are read from.
+fn load_config_at(a: &Alertd) -> Result<(argus_alertd::Config, String, PathBuf)> {
     let path = match &a.config_file {
         Some(p) => Some(p.clone()),
         None => Some(PathBuf::from(DEFAULT_CONFIG_FILE)).filter(|p| p.exists()),
@@ -63,16 +71,37 @@ pub fn load_config(a: &Alertd) -> Result<(argus_alertd::Config, String)> {
         Some(p) => {
             let text = std::fs::read_to_string(&p).with_context(|| format!("{}: cannot read", p.display()))?;
             let cfg = argus_alertd::config::parse(&text, &p.display().to_string())?;
-            Ok((cfg, text))
+            let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+            Ok((cfg, text, dir))
         }
-        None => Ok((argus_alertd::config::parse(DEFAULT_CONFIG, "built-in config/alertd.yml")?, DEFAULT_CONFIG.into())),
+        None => {
+            let cfg = argus_alertd::config::parse(DEFAULT_CONFIG, "built-in config/alertd.yml")?;
+            Ok((cfg, DEFAULT_CONFIG.into(), PathBuf::new()))
+        }
     }
 }
 
-/// Validates an alertd YAML file for `argus check-config`.
+/// Validates an alertd YAML file and the rule files it names, or a Prometheus rule file (a
+/// top-level `groups:` key, which alertd's YAML never has), for `argus check-config`.
 pub fn check_file(path: &Path) -> Result<()> {
-    argus_alertd::config::load(path)?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    if text.lines().any(|l| l.starts_with("groups:")) {
+        argus_alertd::rules::parse(&text, &path.display().to_string())?;
+        return Ok(());
+    }
+    let cfg = argus_alertd::config::parse(&text, &path.display().to_string())?;
+    rule_groups(&cfg, path.parent().unwrap_or(Path::new("")))?;
     Ok(())
+}
+
+/// The rule groups `argus.rules` names (files read from `dir` when relative) and the built-ins,
+/// with the evaluation options. None when the section is absent.
+fn rule_groups(cfg: &argus_alertd::Config, dir: &Path) -> Result<Option<(Vec<RuleGroup>, EvalOptions)>> {
+    let Some(r) = &cfg.rules else { return Ok(None) };
+    let paths: Vec<PathBuf> = r.files.iter().map(|f| dir.join(f)).collect();
+    let mut groups = argus_alertd::rules::load_all(&paths)?;
+    groups.extend(argus_alertd::rules::builtin::group(&r.builtins, argus_alertd::rules::BUILTIN_INTERVAL));
+    Ok(Some((groups, r.opts)))
 }
 
 /// alertd running inside `argus serve`: its routes, and the tasks that stop when it is dropped.
@@ -89,17 +118,21 @@ impl Drop for Running {
     }
 }
 
-/// Opens alertd's database, builds the engine and its receivers, and starts the timers and the
-/// delivery workers; their counters go to `registry`. None when `[alertd]` is off.
+/// Opens alertd's database, builds the engine and its receivers, and starts the timers, the
+/// delivery workers and the rule groups (evaluated through `backend`); their counters go to
+/// `registry`. None when `[alertd]` is off.
 pub fn start(
     a: &Alertd,
     server_data_dir: &Path,
+    backend: Arc<dyn StoreBackend>,
     registry: &mut prometheus_client::registry::Registry,
 ) -> Result<Option<Running>> {
     if !a.enabled {
         return Ok(None);
     }
-    let (cfg, config_text) = load_config(a)?;
+    let (cfg, config_text, config_dir) = load_config_at(a)?;
+    // Rule files are read before anything starts, so a bad one stops startup with its error.
+    let rules = rule_groups(&cfg, &config_dir)?;
     let data_dir = a.data_dir.clone().unwrap_or_else(|| server_data_dir.to_path_buf());
     let db = Arc::new(Db::open(&data_dir)?);
     let silences = Arc::new(DbSilences::load(db.clone())?);
@@ -116,6 +149,12 @@ pub fn start(
     let shared = Shared::new(engine, TokioClock::starting_at(started));
     let mut tasks = deliverer.spawn();
     tasks.push(tokio::spawn(argus_alertd::runner::run_shared(shared.clone())));
+    if let Some((groups, opts)) = rules {
+        let rules: usize = groups.iter().map(|g| g.rules.len()).sum();
+        tracing::info!(groups = groups.len(), rules, "Evaluating rules against the store");
+        let evaluator = Arc::new(Evaluator { backend, sink: Arc::new(shared.clone()), opts });
+        tasks.extend(argus_alertd::rules::group::spawn(groups, evaluator, shared.clock.clone()));
+    }
     let state = api::State {
         engine: shared,
         silences,

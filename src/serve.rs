@@ -63,8 +63,10 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     let db = Arc::new(db);
     let mut registry = prometheus_client::registry::Registry::default();
     // === alertd ===
-    let alertd = crate::alertd::start(&cfg.alertd, &data_dir, &mut registry).context("starting alertd")?;
-    let state = argus_store::http::State::new(db.clone(), cfg.limits()?, cfg.auth.tokens.clone(), registry);
+    let limits = cfg.limits()?;
+    let backend: Arc<dyn StoreBackend> = Arc::new(backend::Embedded::new(db.clone(), limits.query.clone()));
+    let alertd = crate::alertd::start(&cfg.alertd, &data_dir, backend, &mut registry).context("starting alertd")?;
+    let state = argus_store::http::State::new(db.clone(), limits, cfg.auth.tokens.clone(), registry);
     let app = argus_store::http::router(state);
     let app = match &alertd {
         Some(a) => app.merge(a.router.clone()),
