@@ -172,3 +172,36 @@ async fn for_state_is_restored_after_a_restart() {
     ev.eval(&mut g, Timestamp(T0 + MIN)).await;
     assert!(sent(&sink).is_empty());
 }
+
+/// The restore round trip through the embedded store: ALERTS_FOR_STATE written by one evaluator is
+/// read back by a fresh one (a restart), and the alert keeps its activeAt.
+#[tokio::test]
+async fn for_state_round_trips_through_the_embedded_store() {
+    use argus_store::backend::Embedded;
+    use argus_store::{Db, Options, query::QueryLimits};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(Options::new(dir.path())).unwrap());
+    let backend: Arc<dyn StoreBackend> = Arc::new(Embedded::new(db, QueryLimits::default()));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let t0 = now / 1000 * 1000 - 20 * MIN;
+    let temp = |t: i64| WriteSeries {
+        labels: Labels::from_pairs([("__name__", "temp"), ("host", "n1")]),
+        samples: vec![Sample::new(t, 90.0)],
+    };
+    let rules = "groups:\n- name: g\n  rules:\n  - alert: Hot\n    expr: temp > 80\n    for: 10m\n";
+    let opts = EvalOptions { for_grace_period: Duration::from_secs(60), ..EvalOptions::default() };
+    let sink = Arc::new(Sink::default());
+    let ev = Evaluator { backend: backend.clone(), sink: sink.clone(), opts };
+    let mut g = GroupState::new(parse(rules, "r.yml").unwrap().remove(0));
+    for m in 0..3 {
+        backend.write(vec![temp(t0 + m * MIN)]).await.unwrap();
+        ev.eval(&mut g, Timestamp(t0 + m * MIN)).await;
+    }
+    // Restart 2 minutes later: pending since t0, 2m of it counted, the 2m outage not.
+    backend.write(vec![temp(t0 + 4 * MIN)]).await.unwrap();
+    let mut g = GroupState::new(parse(rules, "r.yml").unwrap().remove(0));
+    ev.eval(&mut g, Timestamp(t0 + 4 * MIN)).await;
+    let a = g.alerting().next().unwrap();
+    assert_eq!(a.alerts()[0].active_at, Timestamp(t0 + 2 * MIN));
+    assert!(sink.0.lock().unwrap().is_empty(), "still pending");
+}
