@@ -78,13 +78,11 @@ pub fn group(b: &Builtins, interval: Duration) -> Option<RuleGroup> {
 mod tests {
     use super::*;
     use crate::alert::PostableAlert;
-    use crate::rules::group::{AlertSink, EvalOptions, Evaluator, GroupState};
+    use crate::rules::group::{AlertSink, EvalOptions, Evaluator, GroupState, embedded_for_tests};
     use crate::time::Timestamp;
     use argus_model::{Labels, Sample};
-    use argus_store::backend::{Embedded, QueryValue, StoreBackend};
-    use argus_store::query::QueryLimits;
+    use argus_store::backend::QueryValue;
     use argus_store::remote_write::WriteSeries;
-    use argus_store::{Db, Options};
     use std::sync::{Arc, Mutex};
 
     #[test]
@@ -125,11 +123,7 @@ mod tests {
     /// HostDown through the embedded store: host a falls silent, host b keeps sending.
     #[tokio::test]
     async fn host_down_fires_for_a_silent_host() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(Db::open(Options::new(dir.path())).unwrap());
-        let backend: Arc<dyn StoreBackend> = Arc::new(Embedded::new(db, QueryLimits::default()));
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-        let t0 = now / 1000 * 1000 - 10 * 60_000;
+        let (_dir, backend, t0) = embedded_for_tests(10);
         let cpu = |host: &str, t: i64| WriteSeries {
             labels: Labels::from_pairs([("__name__", "host_cpu_seconds_total"), ("host", host), ("mode", "idle")]),
             samples: vec![Sample::new(t, 1.0)],

@@ -235,5 +235,16 @@ pub fn spawn(groups: Vec<RuleGroup>, evaluator: Arc<Evaluator>, clock: TokioCloc
     groups.into_iter().map(|g| tokio::spawn(evaluator.clone().run(g, clock.clone()))).collect()
 }
 
+/// An embedded store in a temporary directory, and a whole second `minutes` ago to write from
+/// (the store keeps recent samples only).
+#[cfg(test)]
+pub(crate) fn embedded_for_tests(minutes: i64) -> (tempfile::TempDir, Arc<dyn StoreBackend>, i64) {
+    use argus_store::{Db, Options, backend::Embedded, query::QueryLimits};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(Options::new(dir.path())).unwrap());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    (dir, Arc::new(Embedded::new(db, QueryLimits::default())), now / 1000 * 1000 - minutes * 60_000)
+}
+
 #[cfg(test)]
 mod tests;

@@ -177,13 +177,7 @@ async fn for_state_is_restored_after_a_restart() {
 /// read back by a fresh one (a restart), and the alert keeps its activeAt.
 #[tokio::test]
 async fn for_state_round_trips_through_the_embedded_store() {
-    use argus_store::backend::Embedded;
-    use argus_store::{Db, Options, query::QueryLimits};
-    let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Db::open(Options::new(dir.path())).unwrap());
-    let backend: Arc<dyn StoreBackend> = Arc::new(Embedded::new(db, QueryLimits::default()));
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-    let t0 = now / 1000 * 1000 - 20 * MIN;
+    let (_dir, backend, t0) = embedded_for_tests(20);
     let temp = |t: i64| WriteSeries {
         labels: Labels::from_pairs([("__name__", "temp"), ("host", "n1")]),
         samples: vec![Sample::new(t, 90.0)],
