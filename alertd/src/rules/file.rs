@@ -220,3 +220,19 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod shipped {
+    /// Every rule file in config/rules/ loads.
+    #[test]
+    fn shipped_rule_files_load() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/rules");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let groups = super::load(&e.unwrap().path()).unwrap_or_else(|e| panic!("{e}"));
+            assert!(groups.iter().all(|g| !g.rules.is_empty()));
+            n += 1;
+        }
+        assert!(n >= 1, "config/rules/ is empty");
+    }
+}
