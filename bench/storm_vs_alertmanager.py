@@ -132,7 +132,7 @@ class Receiver:
 
 
 # --- servers ---------------------------------------------------------------------------------------------------
-def start_am(work, speed, rport, am_bin):
+def start_am(work, speed, rport, am_bin, prefix=()):
     d = os.path.join(work, "am"); shutil.rmtree(d, ignore_errors=True); os.makedirs(d)
     f = lambda s: fmt_ms(dur_ms(s) / speed)
     cfg = f"""global:
@@ -151,7 +151,7 @@ receivers:
 """
     open(os.path.join(d, "alertmanager.yml"), "w").write(cfg)
     port = free_port()
-    p = subprocess.Popen([am_bin, "--config.file=" + os.path.join(d, "alertmanager.yml"),
+    p = subprocess.Popen([*prefix, am_bin, "--config.file=" + os.path.join(d, "alertmanager.yml"),
                           "--storage.path=" + os.path.join(d, "data"), f"--web.listen-address=127.0.0.1:{port}",
                           "--cluster.listen-address=", "--log.level=warn"],
                          stdout=open(os.path.join(d, "log"), "w"), stderr=subprocess.STDOUT)
@@ -159,7 +159,7 @@ receivers:
     return p, port, cfg
 
 
-def start_alertd(work, speed, rport, argus_bin, alertd_yml):
+def start_alertd(work, speed, rport, argus_bin, alertd_yml, prefix=()):
     d = os.path.join(work, "alertd"); shutil.rmtree(d, ignore_errors=True); os.makedirs(d)
     text, changed = scale_yaml(open(alertd_yml).read(), speed)
     text, n = re.subn(r"url:\s*http://127\.0\.0\.1:\d+/\S*", f"url: http://127.0.0.1:{rport}/alertd", text)
@@ -170,7 +170,7 @@ def start_alertd(work, speed, rport, argus_bin, alertd_yml):
     open(os.path.join(d, "argus.toml"), "w").write(
         f'[server]\nlisten = "127.0.0.1:{port}"\n[store]\ndata_dir = "{d}/data"\n'
         f'[alertd]\nconfig_file = "{d}/alertd.yml"\n')
-    p = subprocess.Popen([argus_bin, "serve", "--config", os.path.join(d, "argus.toml"), "--no-collector"],
+    p = subprocess.Popen([*prefix, argus_bin, "serve", "--config", os.path.join(d, "argus.toml"), "--no-collector"],
                          stdout=open(os.path.join(d, "log"), "w"), stderr=subprocess.STDOUT)
     wait_ready(port, ["/-/ready", "/-/healthy"], p)
     return p, port, changed
