@@ -30,7 +30,8 @@ class WriteError(Exception):
     pass
 
 
-def ingest(port, batches, writers=2, path=WRITE_PATH, max_attempts=100, timeout=300):
+def ingest(port, batches, writers=2, path=WRITE_PATH, max_attempts=100, timeout=300,
+           content_type="text/plain; charset=utf-8"):
     """Send every batch once, `writers` threads each on its own keep-alive connection, taking batches from
     a shared queue in order. 429/503 are retried after Retry-After (or a backoff from 50 ms doubling to 2 s).
     Returns a dict: first_send / last_ack (time.monotonic), retries, retry_wait_s, reconnects, bytes."""
@@ -42,7 +43,7 @@ def ingest(port, batches, writers=2, path=WRITE_PATH, max_attempts=100, timeout=
              "bytes": sum(len(b) for b in batches), "statuses": {}}
     errors = []
     start = threading.Barrier(writers)
-    headers = {"Content-Type": "text/plain; charset=utf-8"}
+    headers = {"Content-Type": content_type}
 
     def writer():
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
