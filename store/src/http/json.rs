@@ -44,23 +44,27 @@ fn short_decimal(v: f64, out: &mut String) -> bool {
         // Round half away from zero with a cast: `f64::round` is a library call on this path.
         let m = (x + 0.5f64.copysign(x)) as i64;
         if m as f64 / p == v {
+            // One integer formatting; the point goes in before the last k digits.
             let mut b = itoa::Buffer::new();
-            if k == 0 {
-                out.push_str(b.format(m));
-                return true;
-            }
+            let digits = b.format(m.unsigned_abs());
             if m < 0 {
                 out.push('-');
             }
-            let m = m.unsigned_abs();
-            let scale = 10u64.pow(k as u32);
-            out.push_str(b.format(m / scale));
-            out.push('.');
-            let frac = b.format(m % scale);
-            for _ in frac.len()..k {
-                out.push('0');
+            match digits.len().checked_sub(k) {
+                Some(0) | None => {
+                    out.push_str("0.");
+                    for _ in digits.len()..k {
+                        out.push('0');
+                    }
+                    out.push_str(digits);
+                }
+                Some(int) if k > 0 => {
+                    out.push_str(&digits[..int]);
+                    out.push('.');
+                    out.push_str(&digits[int..]);
+                }
+                Some(_) => out.push_str(digits),
             }
-            out.push_str(frac);
             return true;
         }
     }
@@ -77,7 +81,10 @@ pub fn timestamp(t: i64, out: &mut String) {
     };
     let mut b = itoa::Buffer::new();
     out.push_str(b.format(t / 1000));
-    let f = t % 1000;
+    millis(t % 1000, out);
+}
+
+fn millis(f: u64, out: &mut String) {
     if f != 0 {
         out.push('.');
         if f < 100 {
@@ -86,7 +93,53 @@ pub fn timestamp(t: i64, out: &mut String) {
         if f < 10 {
             out.push('0');
         }
-        out.push_str(b.format(f));
+        out.push_str(itoa::Buffer::new().format(f));
+    }
+}
+
+/// Writes the increasing timestamps of one series as [`timestamp`] does, adding to the previous one's
+/// decimal digits instead of formatting each anew: a range answer's points are one step apart.
+#[derive(Default)]
+struct Stamps {
+    secs: u64,
+    digits: [u8; 20],
+    len: usize,
+}
+
+impl Stamps {
+    fn write(&mut self, t: i64, out: &mut String) {
+        if t < 0 {
+            self.len = 0;
+            return timestamp(t, out);
+        }
+        let (secs, frac) = ((t / 1000) as u64, (t % 1000) as u64);
+        if self.len == 0 || secs < self.secs || !self.advance(secs - self.secs) {
+            let mut b = itoa::Buffer::new();
+            let s = b.format(secs);
+            self.digits[..s.len()].copy_from_slice(s.as_bytes());
+            self.len = s.len();
+        }
+        self.secs = secs;
+        // Only ASCII digits are ever written to `digits`.
+        if let Ok(s) = std::str::from_utf8(&self.digits[..self.len]) {
+            out.push_str(s);
+        }
+        millis(frac, out);
+    }
+
+    /// Adds `carry` to the digits; false when the number would need another digit.
+    fn advance(&mut self, mut carry: u64) -> bool {
+        let mut i = self.len;
+        while carry > 0 {
+            if i == 0 {
+                return false;
+            }
+            i -= 1;
+            let d = u64::from(self.digits[i] - b'0') + carry;
+            self.digits[i] = b'0' + (d % 10) as u8;
+            carry = d / 10;
+        }
+        true
     }
 }
 
@@ -159,12 +212,13 @@ pub fn query_result(v: &Value) -> String {
                 out.push_str(",\"values\":[");
                 // Gauges often repeat a value from step to step: format each distinct value once.
                 let mut last: Option<(u64, usize, usize)> = None;
+                let mut stamps = Stamps::default();
                 for (j, s) in samples.iter().enumerate() {
                     if j > 0 {
                         out.push(',');
                     }
                     out.push('[');
-                    timestamp(s.t, &mut out);
+                    stamps.write(s.t, &mut out);
                     out.push_str(",\"");
                     match last {
                         Some((bits, a, b)) if bits == s.v.to_bits() => {
@@ -208,8 +262,26 @@ mod tests {
 
     #[test]
     fn short_decimals_match_the_general_formatting() {
-        let cases =
-            [37.3, -37.3, 0.25, 1024.0, -1.5, 0.0001, 0.001, 12.05, 1e-5, 123456.789, 0.1 + 0.2, 4.0e15, 7.0e14 + 0.5];
+        let cases = [
+            37.3,
+            -37.3,
+            0.25,
+            -0.25,
+            1024.0,
+            -1024.0,
+            -1.5,
+            0.0001,
+            -0.0012,
+            0.001,
+            12.05,
+            1e-5,
+            123456.789,
+            0.1 + 0.2,
+            4.0e15,
+            7.0e14 + 0.5,
+            10.5,
+            100.0,
+        ];
         for v in cases {
             let mut fast = String::new();
             format_value(v, &mut fast);
@@ -219,6 +291,34 @@ mod tests {
         let mut z = String::new();
         format_value(-0.0, &mut z);
         assert_eq!(z, "-0");
+    }
+
+    #[test]
+    fn stamps_written_by_increment_match_each_formatted_alone() {
+        let ts = [
+            -1_001,
+            0,
+            999,
+            1_000,
+            9_990,
+            10_000,
+            99_999,
+            100_000,
+            1_795_916_390_000,
+            1_795_916_399_990,
+            1_795_916_400_005,
+            1_800_000_000_000,
+            9_999_999_999_000,
+            10_000_000_000_000,
+            5,
+        ];
+        let mut stamps = Stamps::default();
+        for t in ts {
+            let (mut a, mut b) = (String::new(), String::new());
+            stamps.write(t, &mut a);
+            timestamp(t, &mut b);
+            assert_eq!(a, b, "{t}");
+        }
     }
 
     #[test]
