@@ -234,8 +234,7 @@ impl Db {
     pub fn over_budget(&self) -> bool {
         let index = self.shared.index_bytes();
         let head = self.shared.head.read();
-        head.bytes() > self.shared.opts.head_budget()
-            || Shared::series_in_use(&head, index) > self.shared.opts.series_budget()
+        self.shared.over_budget(&head, index, 0)
     }
 
     /// Bytes of the head, for the admission check and the status page.
@@ -273,6 +272,13 @@ impl Shared {
     /// Memory held for series: the head, the index its flush will add, and the open blocks' indexes.
     pub fn series_in_use(head: &Head, index_bytes: usize) -> usize {
         head.bytes() + head.label_bytes() + index_bytes
+    }
+
+    /// Whether `extra` more bytes would put the head past its share of the memory limit, or the
+    /// series past theirs: the one budget rule for admitting requests and creating series.
+    pub fn over_budget(&self, head: &Head, index_bytes: usize, extra: usize) -> bool {
+        head.bytes() + extra > self.opts.head_budget()
+            || Self::series_in_use(head, index_bytes) + extra > self.opts.series_budget()
     }
 
     pub fn next_id(&self) -> u64 {

@@ -66,20 +66,6 @@ impl Block {
         self.meta.min_time <= maxt && self.meta.max_time >= mint
     }
 
-    /// Series selected by the matchers with their samples in [mint, maxt], in index order.
-    pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, BlockError> {
-        let mut scratch = Scratch::default();
-        let mut out = Vec::new();
-        for (id, _) in self.lookup(matchers, mint, maxt) {
-            let mut samples = Vec::new();
-            self.read(id, mint, maxt, &mut scratch, &mut samples)?;
-            if !samples.is_empty() {
-                out.push((self.series[id as usize].0.clone(), samples));
-            }
-        }
-        Ok(out)
-    }
-
     /// Ids of the series selected by the matchers that have chunks overlapping [mint, maxt], each
     /// with the number of such chunks (what reading it costs).
     pub fn lookup(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<(u32, usize)> {

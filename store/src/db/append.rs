@@ -245,16 +245,13 @@ impl Db {
             // Twice: once in the head, once more in the index of the block its flush cuts.
             let needed = new.iter().map(|&i| crate::head::pairs_bytes(keys.pairs(&pending[i]))).sum::<usize>() * 2
                 + pending.len() * crate::head::SAMPLE_BYTES;
-            let opts = &self.shared.opts;
-            let in_use = super::Shared::series_in_use(&head, index);
-            if !new.is_empty() && (head.bytes() + needed > opts.head_budget() || in_use + needed > opts.series_budget())
-            {
+            if !new.is_empty() && self.shared.over_budget(&head, index, needed) {
                 self.shared.metrics.rejected("memory");
                 return Err(WriteError::OverBudget {
                     new_series: new.len(),
                     needed,
-                    in_use,
-                    budget: opts.series_budget(),
+                    in_use: super::Shared::series_in_use(&head, index),
+                    budget: self.shared.opts.series_budget(),
                 });
             }
             for i in new {
