@@ -41,7 +41,7 @@ impl Options {
             compact_ranges_ms: vec![6 * 3600 * 1000, 24 * 3600 * 1000],
             memory_limit: default_memory_limit(),
             head_budget_ratio: 0.4,
-            series_budget_ratio: 0.6,
+            series_budget_ratio: 0.5,
             encoding: DEFAULT_ENCODING,
         }
     }
