@@ -1,1 +1,15 @@
-//! Analyzer: detectors and forecasters. Not built yet; see ARCHITECTURE.md.
+//! Analyzer: learns what normal looks like and what is coming.
+//!
+//! - [`detect`] — anomaly detectors: dynamic thresholds per series, a multivariate isolation forest per
+//!   entity, peer outliers within a job or pool. Each scores so that above 1 means anomalous.
+//! - [`forecast`] — demand forecasters (naive, seasonal naive, ETS, MSTL, LSTM) behind one trait, and the
+//!   per-series model choice by rolling-origin backtest.
+//! - [`eval`] — the evaluation commands (`argus eval nab|anomaly|forecast`), running the same code as the
+//!   runtime.
+//!
+//! The runtime (reading series from the store, writing scores and forecasts back, posting anomalies to
+//! alertd) lives beside these and reaches the store only through `argus_store::backend::StoreBackend`.
+
+pub mod detect;
+pub mod eval;
+pub mod forecast;

@@ -1,0 +1,2 @@
+//! Evaluation commands: NAB, multivariate anomaly benchmarks and forecasting, each running the same
+//! detectors and forecasters as the runtime.
