@@ -3,6 +3,7 @@
 mod alertd;
 mod collect;
 mod config;
+mod eval;
 mod serve;
 
 use anyhow::Result;
@@ -32,6 +33,11 @@ enum Cmd {
         #[command(subcommand)]
         cmd: alertd::Cmd,
     },
+    /// Evaluate the analyzer's detectors and forecasters on labelled data.
+    Eval {
+        #[command(subcommand)]
+        cmd: eval::Cmd,
+    },
 }
 
 fn main() -> Result<()> {
@@ -40,6 +46,7 @@ fn main() -> Result<()> {
         Cmd::Serve(args) => serve::run(args),
         Cmd::Collect(args) => collect::run(args),
         Cmd::Alertd { cmd } => alertd::run(cmd),
+        Cmd::Eval { cmd } => eval::run(cmd),
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {

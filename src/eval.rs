@@ -1,0 +1,13 @@
+//! `argus eval …` and `argus simulate`: the evaluation commands. Each parses its arguments here and runs
+//! the analyzer's own code (the same detectors and forecasters as `argus serve`), printing a report and,
+//! with `--json FILE`, writing the figures.
+
+use anyhow::Result;
+use clap::Subcommand;
+
+#[derive(Subcommand)]
+pub enum Cmd {}
+
+pub fn run(cmd: Cmd) -> Result<()> {
+    match cmd {}
+}
