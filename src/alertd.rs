@@ -107,6 +107,8 @@ fn rule_groups(cfg: &argus_alertd::Config, dir: &Path) -> Result<Option<(Vec<Rul
 /// alertd running inside `argus serve`: its routes, and the tasks that stop when it is dropped.
 pub struct Running {
     pub router: axum::Router,
+    /// The engine's intake, for alerts raised inside this process (the analyzer's).
+    pub intake: Arc<dyn argus_alertd::rules::group::AlertSink>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -155,6 +157,7 @@ pub fn start(
         let evaluator = Arc::new(Evaluator { backend, sink: Arc::new(shared.clone()), opts });
         tasks.extend(argus_alertd::rules::group::spawn(groups, evaluator, shared.clock.clone()));
     }
+    let shared_for_intake = shared.clone();
     let state = api::State {
         engine: shared,
         silences,
@@ -164,5 +167,5 @@ pub fn start(
         max_body_bytes: a.max_body_bytes.unwrap_or(api::DEFAULT_MAX_BODY_BYTES),
     };
     tracing::info!(data_dir = %data_dir.display(), "alertd is up: Alertmanager API v2 at /api/v2/alerts");
-    Ok(Some(Running { router: api::router(state), tasks }))
+    Ok(Some(Running { router: api::router(state), intake: Arc::new(shared_for_intake), tasks }))
 }

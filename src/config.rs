@@ -22,6 +22,9 @@ pub struct Config {
     /// `[collector]`: the node collector, run by `argus collect` and inside `argus serve`.
     #[serde(default)]
     pub collector: argus_collector::Config,
+    /// `[analyzer]`: anomaly detection inside `argus serve`.
+    #[serde(default)]
+    pub analyzer: argus_analyzer::runtime::Config,
 }
 
 #[derive(Debug, Deserialize)]
@@ -146,6 +149,7 @@ impl Config {
         if self.alertd.enabled {
             crate::alertd::load_config(&self.alertd).map_err(|e| anyhow!("alertd.config_file: {e:#}"))?;
         }
+        self.analyzer.validate().map_err(|e| anyhow!("{e}"))?;
         // [collector]: its own validation; errors name the field (`collector.…`) for `locate`.
         self.collector.validate("").map_err(|e| anyhow!("{}", e.to_string().trim_start_matches(": ")))?;
         Ok(())

@@ -1,6 +1,7 @@
 //! The one Argus binary: wires the crates together. See ARCHITECTURE.md.
 
 mod alertd;
+mod analyze;
 mod collect;
 mod config;
 mod eval;

@@ -65,12 +65,27 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     // === alertd ===
     let limits = cfg.limits()?;
     let backend: Arc<dyn StoreBackend> = Arc::new(backend::Embedded::new(db.clone(), limits.query.clone()));
-    let alertd = crate::alertd::start(&cfg.alertd, &data_dir, backend, &mut registry).context("starting alertd")?;
+    let alertd =
+        crate::alertd::start(&cfg.alertd, &data_dir, backend.clone(), &mut registry).context("starting alertd")?;
+    // === analyzer ===
+    let intake = alertd.as_ref().map(|a| a.intake.clone());
+    let analyzer = crate::analyze::build(&cfg.analyzer, &data_dir, backend, intake, &mut registry)
+        .context("starting the analyzer")?;
     let state = argus_store::http::State::new(db.clone(), limits, cfg.auth.tokens.clone(), registry);
     let app = argus_store::http::router(state);
     let app = match &alertd {
         Some(a) => app.merge(a.router.clone()),
         None => app,
+    };
+    let (analyzer_stop, analyzer_stopped) = tokio::sync::oneshot::channel::<()>();
+    let (app, analyzer) = match analyzer {
+        Some(a) => {
+            let task = tokio::spawn(a.analyzer.run(async move {
+                let _ = analyzer_stopped.await;
+            }));
+            (app.merge(a.router), Some(task))
+        }
+        None => (app, None),
     };
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
     // With port 0 the system picks one: report the real address.
@@ -124,6 +139,11 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
             Err(error) => tracing::error!(%error, "Collector task failed"),
             Ok(Ok(())) => {}
         }
+    }
+    // The analyzer saves its detectors' state before the store closes.
+    if let Some(a) = analyzer {
+        let _ = analyzer_stop.send(());
+        let _ = a.await;
     }
     let _ = server_stop.send(());
     match early {

@@ -20,4 +20,33 @@ pub trait StreamDetector: Send {
     fn update(&mut self, t_ms: i64, value: f64) -> Verdict;
 }
 
+pub mod ewma;
 pub mod peer;
+
+/// Combines detectors' scores for one point: anomalous (> 1) when one detector is far out (its score
+/// above 2) or at least two agree (both above 1). The result is the larger of half the strongest
+/// score and the second strongest; with a single detector, its own score.
+pub fn ensemble(scores: &[f64]) -> f64 {
+    let mut s: Vec<f64> = scores.iter().copied().filter(|v| v.is_finite()).collect();
+    s.sort_by(|a, b| b.total_cmp(a));
+    match s.as_slice() {
+        [] => 0.0,
+        [one] => *one,
+        [first, second, ..] => (first / 2.0).max(*second),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ensemble;
+
+    #[test]
+    fn ensemble_needs_one_strong_or_two_agreeing() {
+        assert_eq!(ensemble(&[]), 0.0);
+        assert_eq!(ensemble(&[1.4]), 1.4);
+        assert!(ensemble(&[1.5, 0.2]) < 1.0, "one detector slightly out is not enough");
+        assert!(ensemble(&[2.6, 0.1]) > 1.0, "one detector far out is");
+        assert!(ensemble(&[1.2, 1.1, 0.0]) > 1.0, "two agreeing are");
+        assert_eq!(ensemble(&[f64::NAN, 0.5]), 0.5);
+    }
+}

@@ -13,3 +13,4 @@
 pub mod detect;
 pub mod eval;
 pub mod forecast;
+pub mod runtime;

@@ -55,7 +55,13 @@ pub struct PeerParams {
 
 impl Default for PeerParams {
     fn default() -> Self {
-        PeerParams { threshold: 3.5, min_deviation: 0.0, min_relative_deviation: 0.1, min_members: 3, direction: Direction::Both }
+        PeerParams {
+            threshold: 3.5,
+            min_deviation: 0.0,
+            min_relative_deviation: 0.1,
+            min_members: 3,
+            direction: Direction::Both,
+        }
     }
 }
 

@@ -1,0 +1,79 @@
+//! The univariate detectors a rule may name, by name: how to make one from the rule's parameters,
+//! and how to bring one back from its saved state.
+
+use crate::detect::StreamDetector;
+use crate::detect::ewma::{Ewma, EwmaParams};
+use crate::detect::peer::Direction;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A streaming detector whose state can be saved.
+pub trait Univariate: StreamDetector {
+    fn save(&self) -> serde_json::Value;
+}
+
+impl<T: StreamDetector + Serialize> Univariate for T {
+    fn save(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+type Make = fn(Option<&toml::Value>, Direction, f64) -> Result<Box<dyn Univariate>, String>;
+
+/// One registered detector.
+pub struct Entry {
+    pub name: &'static str,
+    /// From the rule's `[analyzer.rule.params.<name>]` (if any), its direction and minimum deviation.
+    make: Make,
+    load: fn(serde_json::Value) -> Result<Box<dyn Univariate>, String>,
+}
+
+/// Every univariate detector, in the order the ensemble lists them.
+pub static UNIVARIATE: &[Entry] = &[Entry { name: "ewma", make: make_ewma, load: restore::<Ewma> }];
+
+pub fn find(name: &str) -> Option<&'static Entry> {
+    UNIVARIATE.iter().find(|e| e.name == name)
+}
+
+pub fn names() -> impl Iterator<Item = &'static str> {
+    UNIVARIATE.iter().map(|e| e.name)
+}
+
+pub fn make(
+    name: &str,
+    params: Option<&toml::Value>,
+    direction: Direction,
+    min_deviation: f64,
+) -> Result<Box<dyn Univariate>, String> {
+    let e = find(name).ok_or_else(|| format!("unknown detector {name:?}"))?;
+    (e.make)(params, direction, min_deviation)
+}
+
+pub fn load(name: &str, state: serde_json::Value) -> Result<Box<dyn Univariate>, String> {
+    let e = find(name).ok_or_else(|| format!("unknown detector {name:?}"))?;
+    (e.load)(state)
+}
+
+fn params<P: DeserializeOwned + Default>(v: Option<&toml::Value>) -> Result<P, String> {
+    match v {
+        Some(v) => v.clone().try_into().map_err(|e: toml::de::Error| e.message().to_string()),
+        None => Ok(P::default()),
+    }
+}
+
+fn restore<T: Univariate + DeserializeOwned + 'static>(v: serde_json::Value) -> Result<Box<dyn Univariate>, String> {
+    serde_json::from_value::<T>(v).map(|d| Box::new(d) as Box<dyn Univariate>).map_err(|e| e.to_string())
+}
+
+fn make_ewma(v: Option<&toml::Value>, direction: Direction, min_deviation: f64) -> Result<Box<dyn Univariate>, String> {
+    let mut p: EwmaParams = params(v)?;
+    if !(p.alpha > 0.0 && p.alpha <= 1.0) {
+        return Err(format!("alpha = {} must be in (0, 1]", p.alpha));
+    }
+    if p.k.is_nan() || p.k <= 0.0 {
+        return Err(format!("k = {} must be above 0", p.k));
+    }
+    p.direction = direction;
+    p.min_deviation = p.min_deviation.max(min_deviation);
+    Ok(Box::new(Ewma::new(p)))
+}

@@ -1,0 +1,132 @@
+//! Detector state on disk: one JSON file per rule under the analyzer's state directory, replaced
+//! atomically (written beside, synced, renamed). The format is in docs/format/analyzer-state.md.
+//! State saved for a different query, detector list or step is not reused: the rule changed, so
+//! its detectors start again (warmed on history).
+
+use super::alerts::Firing;
+use super::config::Rule;
+use super::{RuleState, Tracked, detectors};
+use argus_model::Labels;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The version this build writes and reads.
+pub const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct File {
+    version: u32,
+    rule: String,
+    query: String,
+    detectors: Vec<String>,
+    interval_ms: i64,
+    last_step: Option<i64>,
+    series: Vec<SeriesState>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SeriesState {
+    labels: Vec<(String, String)>,
+    detectors: Vec<serde_json::Value>,
+    window: Vec<(i64, f64)>,
+    last_seen: i64,
+    anomalous_steps: u32,
+    normal_steps: u32,
+    firing: Option<Firing>,
+}
+
+fn path(dir: &Path, rule: &str) -> PathBuf {
+    dir.join(format!("{rule}.json"))
+}
+
+pub fn save(dir: &Path, r: &RuleState) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let file = File {
+        version: VERSION,
+        rule: r.rule.name.clone(),
+        query: r.rule.query.clone(),
+        detectors: r.rule.univariate.clone(),
+        interval_ms: r.rule.interval.as_millis() as i64,
+        last_step: r.last_step,
+        series: r
+            .series
+            .iter()
+            .map(|(labels, t)| SeriesState {
+                labels: labels.iter().map(|l| (l.name.clone(), l.value.clone())).collect(),
+                detectors: t.detectors.iter().map(|d| d.save()).collect(),
+                window: t.window.iter().copied().collect(),
+                last_seen: t.last_seen,
+                anomalous_steps: t.anomalous_steps,
+                normal_steps: t.normal_steps,
+                firing: t.firing.clone(),
+            })
+            .collect(),
+    };
+    let target = path(dir, &r.rule.name);
+    let tmp = target.with_extension("json.tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    serde_json::to_writer(&mut f, &file).map_err(std::io::Error::other)?;
+    f.flush()?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &target)
+}
+
+/// The saved state of `rule`, when there is one that fits it.
+pub fn load(dir: &Path, rule: &Rule) -> Option<(Option<i64>, HashMap<Labels, Tracked>)> {
+    let p = path(dir, &rule.name);
+    let text = match std::fs::read(&p) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(error) => {
+            tracing::warn!(file = %p.display(), %error, "Analyzer state unreadable; starting afresh");
+            return None;
+        }
+    };
+    let file: File = match serde_json::from_slice(&text) {
+        Ok(f) => f,
+        Err(error) => {
+            tracing::warn!(file = %p.display(), %error, "Analyzer state is not valid; starting afresh");
+            return None;
+        }
+    };
+    if file.version != VERSION {
+        tracing::info!(file = %p.display(), version = file.version, "Analyzer state of another version; starting afresh");
+        return None;
+    }
+    if file.query != rule.query
+        || file.detectors != rule.univariate
+        || file.interval_ms != rule.interval.as_millis() as i64
+    {
+        tracing::info!(rule = %rule.name, "The rule changed since its state was saved; its detectors start afresh");
+        return None;
+    }
+    let mut series = HashMap::with_capacity(file.series.len());
+    for s in file.series {
+        let dets: Result<Vec<_>, String> =
+            rule.univariate.iter().zip(s.detectors).map(|(name, state)| detectors::load(name, state)).collect();
+        match dets {
+            Ok(detectors) if detectors.len() == rule.univariate.len() => {
+                series.insert(
+                    Labels::from_pairs(s.labels),
+                    Tracked {
+                        detectors,
+                        window: VecDeque::from(s.window),
+                        last_seen: s.last_seen,
+                        anomalous_steps: s.anomalous_steps,
+                        normal_steps: s.normal_steps,
+                        firing: s.firing,
+                    },
+                );
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(rule = %rule.name, %error, "A saved detector could not be restored; starting afresh");
+                return None;
+            }
+        }
+    }
+    tracing::info!(rule = %rule.name, series = series.len(), "Analyzer state restored");
+    Some((file.last_step, series))
+}
