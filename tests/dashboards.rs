@@ -24,6 +24,7 @@ use promql_parser::parser::{Expr, VectorSelector};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What Grafana substitutes for its built-in interval variables (a 1 h range, 15 s resolution).
@@ -537,9 +538,22 @@ fn label_sets(name: &str) -> Vec<Vec<(&'static str, &'static str)>> {
     }
 }
 
-/// Every documented series, on two hosts, every 30 s over the last 90 minutes: counters rising,
+/// Every documented series, on two hosts, every 30 s over the last 90 minutes (built once per test run): counters rising,
 /// gauges moving between 0.1 and 1.0, timestamps where a series holds one.
-fn fixture(dir: &Path) -> Embedded {
+fn fixture() -> &'static Embedded {
+    // A static is never dropped, so the store lives in cargo's scratch directory for integration
+    // tests, not in a temporary directory that would be left behind; each run starts it afresh.
+    static FIXTURE: OnceLock<Embedded> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboards-fixture");
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).expect("remove the previous fixture store");
+        }
+        build_fixture(&dir)
+    })
+}
+
+fn build_fixture(dir: &Path) -> Embedded {
     let mut o = Options::new(dir);
     o.wal_sync = WalSync::Never;
     let db = Db::open(o).expect("open fixture store");
@@ -589,9 +603,7 @@ fn fail_on(problems: Vec<String>) {
 fn every_dashboard_query_is_valid_documented_and_returns_data_on_our_engine() {
     let dashboards = load_dashboards(&root().join("dashboards"));
     assert!(dashboards.len() >= 10, "expected the ten dashboards, found {}", dashboards.len());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = fixture(dir.path());
-    let (problems, ran) = check(&dashboards, &store, true, true);
+    let (problems, ran) = check(&dashboards, fixture(), true, true);
     println!("{ran} queries of {} dashboards ran on the fixture store", dashboards.len());
     fail_on(problems);
 }
@@ -642,9 +654,7 @@ fn the_check_catches_bad_dashboards() {
         {"type": "stat", "title": "marked", "description": "may be empty", "argus": {"may_be_empty": true}, "targets": [{"expr": "gpu_power_watts{host=\"x\"}"}]}
       ]}"#;
     let d = parse_dashboard(Path::new("bad.json"), bad);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = fixture(dir.path());
-    let (problems, _) = check(std::slice::from_ref(&d), &store, true, true);
+    let (problems, _) = check(std::slice::from_ref(&d), fixture(), true, true);
     let text = problems.join("\n");
     for title in ["syntax", "unknown name", "wide regex", "many to many", "empty", "unknown var"] {
         assert!(text.contains(&format!("panel {title:?}")), "{title} not caught:\n{text}");
