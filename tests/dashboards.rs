@@ -1,6 +1,6 @@
 //! The Grafana dashboards in dashboards/ against our own PromQL engine.
 //!
-//! Every panel query and every variable query is taken as Grafana would send it: template variables
+//! Every panel, variable and annotation query is taken as Grafana would send it: template variables
 //! substituted (multi-value "All" as its `allValue`, `.*`; single-value query variables by the first
 //! value their `label_values` query finds; custom variables by their current value; `$__rate_interval`,
 //! `$__interval` and `$__range` as durations), then parsed and evaluated by `argus_store::query` on an
@@ -56,6 +56,8 @@ struct Dashboard {
     file: String,
     vars: Vec<Var>,
     panels: Vec<Panel>,
+    /// Annotation queries (name, expr): checked like panel queries, but events may rightly be absent.
+    annotations: Vec<(String, String)>,
 }
 
 enum Var {
@@ -130,7 +132,9 @@ fn parse_dashboard(file: &Path, text: &str) -> Dashboard {
         });
     }
     panels.reverse();
-    Dashboard { file, vars, panels }
+    let annotations = json["annotations"]["list"].as_array().into_iter().flatten();
+    let annotations = annotations.filter(|a| a.get("expr").is_some()).map(|a| (s(a, "name"), s(a, "expr"))).collect();
+    Dashboard { file, vars, panels, annotations }
 }
 
 /// `$name`, `${name}` and `[[name]]` replaced, longest names first so `$__range_s` is not `$__range` + "_s".
@@ -413,6 +417,16 @@ fn check(dashboards: &[Dashboard], source: &dyn Source, check_names: bool, need_
             };
             values.push((name.clone(), value));
         }
+        for (name, expr) in &d.annotations {
+            let at = format!("{}: annotation {name:?}", d.file);
+            let expr = substitute(expr, &values);
+            if check_expr(&at, &expr, &mut problems).is_some() {
+                ran += 1;
+                if let Err(e) = source.run(&expr, false) {
+                    problems.push(format!("{at}: {expr:?} fails on our engine: {e}"));
+                }
+            }
+        }
         for p in &d.panels {
             if p.targets.is_empty() {
                 problems.push(format!("{}: panel {:?} has no query", d.file, p.title));
@@ -640,7 +654,8 @@ fn dashboards_return_data_on_demo_data() {
 
 #[test]
 fn the_check_catches_bad_dashboards() {
-    let bad = r#"{"templating": {"list": [
+    let bad = r#"{"annotations": {"list": [{"name": "broken", "expr": "ALERTS{"}]},
+      "templating": {"list": [
         {"name": "host", "type": "query", "includeAll": true, "allValue": ".*",
          "query": {"query": "label_values(host_uptime_seconds, host)"}}]},
       "panels": [
@@ -656,6 +671,7 @@ fn the_check_catches_bad_dashboards() {
     let d = parse_dashboard(Path::new("bad.json"), bad);
     let (problems, _) = check(std::slice::from_ref(&d), fixture(), true, true);
     let text = problems.join("\n");
+    assert!(text.contains("annotation \"broken\""), "a broken annotation query is not caught:\n{text}");
     for title in ["syntax", "unknown name", "wide regex", "many to many", "empty", "unknown var"] {
         assert!(text.contains(&format!("panel {title:?}")), "{title} not caught:\n{text}");
     }
