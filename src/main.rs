@@ -5,6 +5,7 @@ mod collect;
 mod config;
 mod eval;
 mod serve;
+mod simulate;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -38,6 +39,8 @@ enum Cmd {
         #[command(subcommand)]
         cmd: eval::Cmd,
     },
+    /// Replay a GPU pod trace under a node power policy (static, reactive, forecast).
+    Simulate(simulate::Args),
 }
 
 fn main() -> Result<()> {
@@ -47,6 +50,7 @@ fn main() -> Result<()> {
         Cmd::Collect(args) => collect::run(args),
         Cmd::Alertd { cmd } => alertd::run(cmd),
         Cmd::Eval { cmd } => eval::run(cmd),
+        Cmd::Simulate(args) => simulate::run(args),
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {

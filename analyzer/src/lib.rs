@@ -14,3 +14,4 @@ pub mod capacity;
 pub mod detect;
 pub mod eval;
 pub mod forecast;
+pub mod simulate;
