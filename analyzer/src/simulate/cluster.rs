@@ -182,7 +182,7 @@ impl Cluster {
 
 /// Whether `pod` fits on `node` by model, CPU, memory and GPUs; the GPUs it would take.
 pub fn fit_on(node: &Node, pod: &Pod, shared_only: bool) -> Option<Vec<u8>> {
-    if !pod.gpu_spec.is_empty() && !pod.gpu_spec.iter().any(|m| *m == node.spec.model) {
+    if !pod.gpu_spec.is_empty() && !pod.gpu_spec.contains(&node.spec.model) {
         return None;
     }
     if node.cpu_free < pod.cpu_milli as i64 || node.mem_free < pod.memory_mib as i64 {
@@ -210,7 +210,7 @@ pub fn fit_on(node: &Node, pod: &Pod, shared_only: bool) -> Option<Vec<u8>> {
 
 /// Whether `pod` could run on a node of `spec` alone.
 pub fn fits_empty(spec: &NodeSpec, pod: &Pod) -> bool {
-    (pod.gpu_spec.is_empty() || pod.gpu_spec.iter().any(|m| *m == spec.model))
+    (pod.gpu_spec.is_empty() || pod.gpu_spec.contains(&spec.model))
         && spec.cpu_milli >= pod.cpu_milli
         && spec.memory_mib >= pod.memory_mib
         && spec.gpus >= pod.num_gpu

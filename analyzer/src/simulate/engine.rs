@@ -69,6 +69,8 @@ pub(super) struct Sim<'a> {
     /// Pending pods the last scheduling pass found no room for on any running node.
     unfit: Vec<usize>,
     events: BinaryHeap<Reverse<(i64, u64, Kind)>>,
+    /// Idle checks due at this instant, run after scheduling.
+    idle_checks: Vec<(usize, u64)>,
     seq: u64,
     now: i64,
     start: i64,
@@ -119,6 +121,7 @@ impl<'a> Sim<'a> {
             pending_milli: (0, 0),
             unfit: Vec::new(),
             events: BinaryHeap::new(),
+            idle_checks: Vec::new(),
             seq: 0,
             now: start,
             start,
@@ -159,6 +162,13 @@ impl<'a> Sim<'a> {
                 self.apply(k2);
             }
             self.schedule();
+            for (n, generation) in std::mem::take(&mut self.idle_checks) {
+                let node = &self.cluster.nodes[n];
+                if node.generation == generation && node.power == Power::On && node.pods.is_empty() {
+                    self.cluster.power_off(n);
+                    self.note(|s| format!("off {}", s.cluster.nodes[n].spec.name));
+                }
+            }
             self.act();
             if self.finished == self.pods.len() {
                 break;
@@ -169,8 +179,10 @@ impl<'a> Sim<'a> {
 
     fn note(&mut self, what: impl FnOnce(&Self) -> String) {
         if self.log.is_some() {
-            let line = format!("{:>5} {}", self.now - self.start, what(self));
-            self.log.as_mut().map(|l| l.push(line));
+            let line = format!("{} {}", self.now - self.start, what(self));
+            if let Some(log) = &mut self.log {
+                log.push(line);
+            }
         }
     }
 
@@ -216,13 +228,8 @@ impl<'a> Sim<'a> {
                     self.watch_idle(n);
                 }
             }
-            Kind::IdleCheck(n, generation) => {
-                let node = &self.cluster.nodes[n];
-                if node.generation == generation && node.power == Power::On && node.pods.is_empty() {
-                    self.cluster.power_off(n);
-                    self.note(|s| format!("off {}", s.cluster.nodes[n].spec.name));
-                }
-            }
+            // After this instant's pods had their chance at the node.
+            Kind::IdleCheck(n, generation) => self.idle_checks.push((n, generation)),
             Kind::Tick => {
                 self.plan();
                 if self.finished < self.pods.len() {
