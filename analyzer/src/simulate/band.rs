@@ -36,7 +36,7 @@ impl Forecaster for EmpiricalNaive {
         self.quantiles = (1..=self.max_horizon)
             .map(|h| {
                 let mut d: Vec<f64> = x.windows(h + 1).map(|w| w[h] - w[0]).collect();
-                d.sort_by(f64::total_cmp);
+                d.sort_unstable_by(f64::total_cmp);
                 (quantile(&d, 0.1), quantile(&d, 0.5), quantile(&d, 0.9))
             })
             .collect();

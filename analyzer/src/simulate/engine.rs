@@ -69,6 +69,8 @@ pub(super) struct Sim<'a> {
     /// Pending pods the last scheduling pass found no room for on any running node.
     unfit: Vec<usize>,
     events: BinaryHeap<Reverse<(i64, u64, Kind)>>,
+    /// Whether a node may have become idle or the plan dropped since `power_down_to` last looked.
+    idle_changed: bool,
     /// Idle checks due at this instant, run after scheduling.
     idle_checks: Vec<(usize, u64)>,
     seq: u64,
@@ -122,6 +124,7 @@ impl<'a> Sim<'a> {
             unfit: Vec::new(),
             events: BinaryHeap::new(),
             idle_checks: Vec::new(),
+            idle_changed: false,
             seq: 0,
             now: start,
             start,
@@ -218,12 +221,14 @@ impl<'a> Sim<'a> {
                 self.cluster.remove(i, self.pods[i], &at, self.now);
                 self.state[i].done = true;
                 self.finished += 1;
+                self.idle_changed = true;
                 self.note(|s| format!("done {}", s.pods[i].name));
                 self.watch_idle(at.node);
             }
             Kind::Ready(n, generation) => {
                 if self.cluster.nodes[n].generation == generation {
                     self.cluster.ready(n, self.now);
+                    self.idle_changed = true;
                     self.note(|s| format!("ready {}", s.cluster.nodes[n].spec.name));
                     self.watch_idle(n);
                 }
@@ -291,6 +296,7 @@ impl<'a> Sim<'a> {
         s.ran_s += self.now - s.started_at;
         s.generation += 1;
         self.stats.preemptions += 1;
+        self.idle_changed = true;
         self.note(|s| format!("preempt {}", s.pods[i].name));
         self.enqueue(i);
     }
@@ -445,7 +451,9 @@ impl<'a> Sim<'a> {
             demand: outlook(p.total.as_ref(), demand.0),
             low_priority: Some(outlook(p.low.as_ref(), demand.1)),
         };
-        p.recommended = p.planner.plan(&input).recommended;
+        let recommended = p.planner.plan(&input).recommended;
+        self.idle_changed |= recommended < p.recommended;
+        p.recommended = recommended;
     }
 
     /// GPUs to keep powered so the pending low-priority pods fit within the unreserved share.
@@ -513,7 +521,8 @@ impl<'a> Sim<'a> {
 
     /// Powers down idle running nodes, largest first, while at least `target` GPUs stay powered.
     fn power_down_to(&mut self, target: u64) {
-        if self.cluster.powered_gpus <= target {
+        // Scanning the nodes at every event costs more than the rest of the simulation.
+        if !std::mem::take(&mut self.idle_changed) || self.cluster.powered_gpus <= target {
             return;
         }
         let mut idle: Vec<usize> = (0..self.cluster.nodes.len())
@@ -535,6 +544,7 @@ impl<'a> Sim<'a> {
         let generation = self.cluster.nodes[n].generation;
         self.push(ready_at, Kind::Ready(n, generation));
         self.stats.power_ups += 1;
+        self.idle_changed = true;
         self.note(|s| format!("power up {}", s.cluster.nodes[n].spec.name));
     }
 
