@@ -148,7 +148,7 @@ pub enum SimError {
     NothingToRun,
     #[error("invalid setting: {0}")]
     Config(String),
-    #[error("planner: {0}")]
+    #[error(transparent)]
     Planner(#[from] crate::capacity::ConfigError),
 }
 

@@ -56,10 +56,11 @@ pub struct NodeSpec {
 /// A trace file that cannot be read, with the file, line and column at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
-    #[error("{path}:{line}: {source}")]
-    Csv { path: String, line: u64, source: csv::Error },
+    // The causes are part of the message, not `source`s, so reports do not repeat them.
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
+    #[error("{path}:{line}: {error}")]
+    Csv { path: String, line: u64, error: csv::Error },
     #[error("{path}:1: missing column `{column}`")]
     MissingColumn { path: String, column: &'static str },
     #[error("{path}:{line}: column `{column}`: {why}")]
@@ -70,15 +71,13 @@ pub enum TraceError {
 
 /// Reads the pod list at `path`.
 pub fn read_pods(path: &Path) -> Result<Vec<Pod>, TraceError> {
-    let file =
-        std::fs::File::open(path).map_err(|source| TraceError::Io { path: path.display().to_string(), source })?;
+    let file = std::fs::File::open(path).map_err(|error| TraceError::Io { path: path.display().to_string(), error })?;
     parse_pods(&path.display().to_string(), file)
 }
 
 /// Reads the node inventory at `path`.
 pub fn read_nodes(path: &Path) -> Result<Vec<NodeSpec>, TraceError> {
-    let file =
-        std::fs::File::open(path).map_err(|source| TraceError::Io { path: path.display().to_string(), source })?;
+    let file = std::fs::File::open(path).map_err(|error| TraceError::Io { path: path.display().to_string(), error })?;
     parse_nodes(&path.display().to_string(), file)
 }
 
@@ -222,8 +221,8 @@ impl<R: Read> Table<R> {
         TraceError::Field { path: self.path.clone(), line: self.line, column, why }
     }
 
-    fn csv(&self, source: csv::Error) -> TraceError {
-        let line = source.position().map_or(self.line, |p| p.line());
-        TraceError::Csv { path: self.path.clone(), line, source }
+    fn csv(&self, error: csv::Error) -> TraceError {
+        let line = error.position().map_or(self.line, |p| p.line());
+        TraceError::Csv { path: self.path.clone(), line, error }
     }
 }
