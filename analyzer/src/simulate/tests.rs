@@ -311,3 +311,23 @@ LS,too-big,0,10,0,1000,1024,8,1000,,Succeeded
     // pod-0035 may run only on V100s: no node of this inventory has one.
     assert_eq!((r.pods, r.skipped_cpu_only, r.skipped_unschedulable), (2, 1, 2));
 }
+
+#[test]
+fn forecast_powers_idle_nodes_down_once_the_scale_down_window_has_passed() {
+    // Eleven 1-GPU pods from 0 (ten for an hour, one for three): six nodes start at once for them, and a
+    // seventh at the first tick, as the planner keeps ceil(11 / 0.9) = 13 GPUs. When the ten end (300 +
+    // 3600 s), demand is 1 GPU; the planner holds its plan through the 10-minute window (counted from the
+    // first minute whose peak is 1), then goes down to 2 GPUs and every idle node is powered off.
+    let nodes: String = (0..10).map(|i| format!("n{i} 2\n")).collect();
+    let mut pods: String = (0..10).map(|i| format!("p{i} 1 1000 LS 0 3600\n")).collect();
+    pods += "long 1 1000 LS 0 10800\n";
+    let (_, log) = simulate(&policy(Policy::Forecast), &nodes, &pods);
+    let offs: Vec<(i64, &str)> = log
+        .iter()
+        .filter(|l| l.contains(" off "))
+        .map(|l| (l.split(' ').next().unwrap().parse().unwrap(), l.as_str()))
+        .collect();
+    assert!(offs.len() >= 5, "{log:#?}");
+    assert!(offs.iter().all(|&(t, _)| t == 3900 + 60 + 600), "{offs:#?}");
+    assert!(offs.iter().all(|(_, l)| l.ends_with("(planned 2)")), "{offs:#?}");
+}
