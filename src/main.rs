@@ -6,6 +6,7 @@ mod collect;
 mod config;
 mod eval;
 mod serve;
+mod simulate;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -39,6 +40,8 @@ enum Cmd {
         #[command(subcommand)]
         cmd: eval::Cmd,
     },
+    /// Replay a GPU pod trace under a node power policy (static, reactive, forecast).
+    Simulate(simulate::Args),
 }
 
 fn main() -> Result<()> {
@@ -48,6 +51,7 @@ fn main() -> Result<()> {
         Cmd::Collect(args) => collect::run(args),
         Cmd::Alertd { cmd } => alertd::run(cmd),
         Cmd::Eval { cmd } => eval::run(cmd),
+        Cmd::Simulate(args) => simulate::run(args),
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {

@@ -10,7 +10,9 @@
 //! The runtime (reading series from the store, writing scores and forecasts back, posting anomalies to
 //! alertd) lives beside these and reaches the store only through `argus_store::backend::StoreBackend`.
 
+pub mod capacity;
 pub mod detect;
 pub mod eval;
 pub mod forecast;
 pub mod runtime;
+pub mod simulate;

@@ -1,0 +1,111 @@
+//! `argus simulate`: replays a GPU pod trace under a node power policy and reports allocation, pending
+//! time and powered GPU-hours (argus_analyzer::simulate does the work).
+
+use anyhow::{Context, Result};
+use argus_analyzer::capacity::PlannerConfig;
+use argus_analyzer::simulate::{self, Policy, SimConfig, trace};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Pod trace CSV with Alibaba cluster-trace-gpu-v2023 columns (openb_pod_list_*.csv).
+    #[arg(long)]
+    trace: PathBuf,
+    /// Node inventory CSV (`sn,cpu_milli,memory_mib,gpu,model`); default: openb_node_list_gpu_node.csv
+    /// beside the trace.
+    #[arg(long)]
+    nodes: Option<PathBuf>,
+    /// static: every node on; reactive: power up for pending pods, down after --idle-off; forecast: the
+    /// capacity planner on a 15-minute demand forecast.
+    #[arg(long, value_parser = |s: &str| s.parse::<Policy>())]
+    policy: Policy,
+    /// Also write the figures as JSON to FILE.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Share of running GPUs reserved for high-priority (qos LS) pods.
+    #[arg(long, default_value_t = 0.2)]
+    reserve: f64,
+    /// Time a node takes to power up.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    boot: Duration,
+    /// reactive: power a node down after this long without pods.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    idle_off: Duration,
+    /// forecast: forecast horizon.
+    #[arg(long, default_value = "15m", value_parser = humantime::parse_duration)]
+    horizon: Duration,
+    /// forecast: the share of powered GPUs the forecast's upper band may fill.
+    #[arg(long, default_value_t = PlannerConfig::default().target_utilization)]
+    target_utilization: f64,
+    /// forecast: scale down only when the plan is below the powered GPUs by more than this share.
+    #[arg(long, default_value_t = PlannerConfig::default().scale_down_margin)]
+    scale_down_margin: f64,
+    /// forecast: least time between the planner's last change and a scale-up.
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    scale_up_cooldown: Duration,
+    /// forecast: least time between the planner's last change and a scale-down (also the window whose
+    /// highest plan a scale-down goes to).
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    scale_down_cooldown: Duration,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let nodes_path = match &args.nodes {
+        Some(p) => p.clone(),
+        None => args.trace.with_file_name("openb_node_list_gpu_node.csv"),
+    };
+    let pods = trace::read_pods(&args.trace)?;
+    let nodes = trace::read_nodes(&nodes_path)?;
+    let tick = Duration::from_secs(60);
+    let horizon_steps = (args.horizon.as_secs() / tick.as_secs()).max(1) as usize;
+    let config = SimConfig {
+        policy: args.policy,
+        reserve: args.reserve,
+        boot: args.boot,
+        idle_off: args.idle_off,
+        tick,
+        horizon_steps,
+        planner: PlannerConfig {
+            target_utilization: args.target_utilization,
+            reserve_fraction: args.reserve,
+            scale_down_margin: args.scale_down_margin,
+            scale_up_cooldown: args.scale_up_cooldown,
+            scale_down_cooldown: args.scale_down_cooldown,
+            ..PlannerConfig::default()
+        },
+        ..SimConfig::default()
+    };
+    let started = std::time::Instant::now();
+    let report = simulate::run(&pods, &nodes, &config, &mut || simulate::default_forecaster(horizon_steps))?;
+    let r = &report;
+    println!("policy                       {}", r.policy);
+    if let Some(f) = &r.forecaster {
+        println!("forecaster                   {f}");
+    }
+    println!(
+        "pods simulated               {} ({} waited; {} CPU-only and {} unplaceable skipped)",
+        r.pods, r.pods_waited, r.skipped_cpu_only, r.skipped_unschedulable
+    );
+    println!(
+        "mean GPU allocation          {:.1} % (GPU-hours: {:.1} %; GPUs in use {:.1} %)",
+        r.mean_allocation * 100.0,
+        r.gpu_hour_allocation * 100.0,
+        r.mean_gpus_in_use * 100.0
+    );
+    println!(
+        "pending p50 / p95 / p99      {:.0} s / {:.0} s / {:.0} s (mean {:.0} s)",
+        r.pending_p50_seconds, r.pending_p95_seconds, r.pending_p99_seconds, r.pending_mean_seconds
+    );
+    println!("powered GPU-hours            {:.0} (allocated {:.0})", r.powered_gpu_hours, r.allocated_gpu_hours);
+    println!("power-ups / preemptions      {} / {}", r.power_ups, r.preemptions);
+    println!(
+        "span                         {:.1} days, simulated in {:.2} s",
+        r.span_seconds as f64 / 86400.0,
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(path) = &args.json {
+        std::fs::write(path, report.to_json()).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
