@@ -30,6 +30,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
+    if let Ok(name) = std::env::var("NAB_SEASON") {
+        use augurs_seasons::{Detector, PeriodogramDetector};
+        let f = corpus.files.iter().find(|f| f.path.contains(&name)).ok_or("no such file")?;
+        for n in [400usize, 600, 1000] {
+            let d = PeriodogramDetector::builder().min_period(4).max_period((n / 2) as u32).build();
+            let pg = d.periodogram(&f.values[..n]);
+            println!("{n}: {:?}", d.detect(&f.values[..n]));
+            let mut top: Vec<_> = pg.periods.iter().zip(&pg.powers).collect();
+            top.sort_by(|a, b| b.1.total_cmp(a.1));
+            println!("   {:?}", &top[..top.len().min(6)]);
+        }
+        return Ok(());
+    }
     if std::env::var_os("NAB_PERIODS").is_some() {
         use argus_analyzer::detect::{StreamDetector, threshold::Threshold};
         for f in &corpus.files {
@@ -46,6 +59,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let report = evaluate(&corpus, || Ensemble::new(params.clone()))?;
+    if std::env::var_os("NAB_PERFILE").is_some() {
+        use argus_analyzer::detect::StreamDetector;
+        use argus_analyzer::eval::nab::{gather, sweep};
+        let p = &corpus.profiles[0];
+        let t = report.profiles[0].threshold_whole;
+        for f in &corpus.files {
+            let mut d = Ensemble::new(params.clone());
+            let s: Vec<f64> = f.timestamps.iter().zip(&f.values).map(|(&t, &v)| d.update(t, v).score).collect();
+            let g = gather([(f, s.as_slice())]).map_err(|e| format!("{e:?}"))?;
+            let (raw, c) = sweep::score_at(&g.points, g.windows, t, p);
+            println!("{:60} {:7.2} windows {} tp {} fp {}", f.path, raw, g.windows, c.tp, c.fp);
+        }
+    }
     println!("detect {:.2}s", report.detect_seconds);
     for p in &report.profiles {
         println!(

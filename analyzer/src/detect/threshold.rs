@@ -9,7 +9,7 @@
 //! absolute and relative minimum deviations, and the score is the deviation in the watched direction divided
 //! by `k · scale`: above 1 means outside the band.
 
-use augurs_seasons::{Detector as _, PeriodogramDetector};
+use augurs_seasons::PeriodogramDetector;
 use serde::{Deserialize, Serialize};
 
 use super::{StreamDetector, Verdict};
@@ -57,9 +57,9 @@ pub struct ThresholdParams {
 impl Default for ThresholdParams {
     fn default() -> Self {
         ThresholdParams {
-            warmup: 400,
+            warmup: 640,
             min_period: 4,
-            max_period: 200,
+            max_period: 320,
             min_season_strength: 0.3,
             k: 4.0,
             clip: 3.0,
@@ -176,12 +176,7 @@ impl Threshold {
         if max_period <= p.min_period || buffer.iter().any(|v| !v.is_finite()) {
             return;
         }
-        let detector = PeriodogramDetector::builder().min_period(p.min_period).max_period(max_period).build();
-        // augurs lists the peaks by increasing power.
-        let Some(period) = detector.detect(&buffer).last().map(|&p| p as usize) else { return };
-        if period < 2 {
-            return;
-        }
+        let Some(period) = find_period(&buffer, p.min_period, max_period) else { return };
         let mut profile: Vec<f64> = (0..period)
             .map(|phase| median(buffer.iter().skip(phase).step_by(period).copied().collect()))
             .collect();
@@ -214,6 +209,41 @@ impl StreamDetector for Threshold {
         self.learn(value);
         verdict
     }
+}
+
+/// The period of `data`: augurs' periodogram proposes peaks, but its frequency bins are coarse (with 640
+/// points, 42 and 51 but not 48) and its strongest "peak" is often the trend in the lowest bin; so the lags
+/// between the neighbouring bins of the strongest peaks are searched for a local autocorrelation maximum.
+pub fn find_period(data: &[f64], min_period: u32, max_period: u32) -> Option<usize> {
+    let detector = PeriodogramDetector::builder().min_period(min_period).max_period(max_period).build();
+    let peaks: Vec<_> = detector.periodogram(data).peaks(0.01).collect();
+    let mean = data.iter().sum::<f64>() / data.len() as f64;
+    let var: f64 = data.iter().map(|v| (v - mean).powi(2)).sum();
+    if var <= 0.0 {
+        return None;
+    }
+    let acf = |lag: usize| -> f64 {
+        data.iter().zip(&data[lag..]).map(|(a, b)| (a - mean) * (b - mean)).sum::<f64>() / var
+    };
+    let mut candidate = vec![false; (max_period as usize).min(data.len() / 2) + 2];
+    // augurs lists the peaks by increasing power.
+    for peak in peaks.iter().rev().take(5) {
+        // Periods fall along the periodogram: `prev_period` is the longer neighbour, 0 past the longest bin.
+        let lo = peak.next_period.max(min_period).max(2) as usize;
+        let hi = if peak.prev_period == 0 { max_period } else { peak.prev_period.min(max_period) } as usize;
+        for lag in lo..=hi.min(candidate.len() - 2) {
+            candidate[lag] = true;
+        }
+    }
+    // The shortest lag among the candidates that is a local maximum of the autocorrelation, at least 0.3:
+    // the longest ones are often multiples of it.
+    (2..candidate.len() - 1).find(|&lag| {
+        if !candidate[lag] {
+            return false;
+        }
+        let r = acf(lag);
+        r >= 0.3 && r >= acf(lag - 1) && r >= acf(lag + 1)
+    })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
