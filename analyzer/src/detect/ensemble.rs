@@ -1,6 +1,13 @@
-//! The runtime's univariate detector: the dynamic threshold's band, and the anomaly likelihood of its
-//! residuals. The score is the larger of the two (each is above 1 when anomalous); the band and the expected
-//! value are the threshold's.
+//! The runtime's univariate detector: the dynamic threshold's band and the anomaly likelihood of its
+//! residuals, followed by a record stage.
+//!
+//! The raw surprise of a point is the larger of the band score and the likelihood score (each above 1 when
+//! anomalous). The record stage divides it by the largest raw surprise seen before, decayed a little every
+//! point and never below [`EnsembleParams::record_floor`]: the final score is above 1 only for a point that is
+//! outside the band *and* beyond anything the series showed recently. A level shift alarms once, not for every
+//! point until the baseline catches up; a series that is always spiky stops alarming on its usual spikes. The
+//! record is forgotten when the threshold's warm-up ends, since its early surprises were measured against a
+//! rough baseline. The expected value and the band are the threshold's.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,15 +21,10 @@ use super::{StreamDetector, Verdict};
 pub struct EnsembleParams {
     pub threshold: ThresholdParams,
     pub likelihood: LikelihoodParams,
-    /// Leave the band out of the score (it still gives `expected` and the band).
-    pub likelihood_only: bool,
-    /// When positive, the score is divided by the largest score seen before, decayed by this factor each point:
-    /// only a deviation beyond what the series has recently shown counts, and a repeat of an alarm does not.
+    /// Per-point decay of the record; 0 turns the record stage off (the score is then the raw surprise).
     pub record_decay: f64,
-    /// The record never falls below this (so a quiet series still needs a real deviation).
+    /// The record never falls below this.
     pub record_floor: f64,
-    /// Which raw surprise the record stage uses: 0 band score, 1 likelihood, 2 the larger.
-    pub base: u8,
 }
 
 impl Default for EnsembleParams {
@@ -30,10 +32,8 @@ impl Default for EnsembleParams {
         EnsembleParams {
             threshold: ThresholdParams::default(),
             likelihood: LikelihoodParams::default(),
-            likelihood_only: false,
-            record_decay: 0.0,
+            record_decay: 0.999,
             record_floor: 1.0,
-            base: 0,
         }
     }
 }
@@ -43,10 +43,8 @@ impl Default for EnsembleParams {
 pub struct Ensemble {
     threshold: Threshold,
     likelihood: Likelihood,
-    likelihood_only: bool,
     record_decay: f64,
     record_floor: f64,
-    base: u8,
     record: f64,
 }
 
@@ -55,10 +53,8 @@ impl Ensemble {
         Ensemble {
             threshold: Threshold::new(params.threshold),
             likelihood: Likelihood::new(params.likelihood),
-            likelihood_only: params.likelihood_only,
             record_decay: params.record_decay,
             record_floor: params.record_floor,
-            base: params.base,
             record: params.record_floor,
         }
     }
@@ -71,18 +67,44 @@ impl StreamDetector for Ensemble {
 
     fn update(&mut self, t_ms: i64, value: f64) -> Verdict {
         let (verdict, z) = self.threshold.peek(value);
+        let warming = self.threshold.period().is_none();
         self.threshold.update(t_ms, value);
-        let likely = self.likelihood.update(z.abs());
-        let mut score = if self.likelihood_only { likely } else { verdict.score.max(likely) };
-        if self.record_decay > 0.0 {
-            let raw = match self.base {
-                0 => verdict.score,
-                1 => likely,
-                _ => verdict.score.max(likely),
-            };
-            score = raw / self.record;
-            self.record = (self.record * self.record_decay).max(raw).max(self.record_floor);
+        let raw = verdict.score.max(self.likelihood.update(z.abs()));
+        if self.record_decay <= 0.0 {
+            return Verdict { score: raw, ..verdict };
+        }
+        let score = raw / self.record;
+        self.record = (self.record * self.record_decay).max(raw).max(self.record_floor);
+        if warming && self.threshold.period().is_some() {
+            self.record = self.record_floor;
         }
         Verdict { score, ..verdict }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_level_shift_alarms_once() {
+        let mut e = Ensemble::new(EnsembleParams::default());
+        let noise = |i: u64| ((i * 2_654_435_761) % 1000) as f64 / 1000.0;
+        let quiet: Vec<f64> = (0..2000).map(|i| e.update(i as i64, 10.0 + noise(i)).score).collect();
+        assert!(quiet[700..].iter().all(|&s| s < 1.0), "{}", quiet[700..].iter().cloned().fold(0.0, f64::max));
+        let shifted: Vec<f64> = (2000..2300).map(|i| e.update(i as i64, 30.0 + noise(i)).score).collect();
+        assert!(shifted[0] > 1.0, "{}", shifted[0]);
+        assert_eq!(shifted.iter().filter(|&&s| s > 1.0).count(), 1, "{shifted:?}");
+    }
+
+    #[test]
+    fn state_round_trips_through_json() {
+        let mut e = Ensemble::new(EnsembleParams::default());
+        for i in 0..1000 {
+            e.update(i, (i as f64 / 10.0).sin());
+        }
+        let json = serde_json::to_string(&e).unwrap();
+        let mut back: Ensemble = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.update(1000, 0.3), e.update(1000, 0.3));
     }
 }

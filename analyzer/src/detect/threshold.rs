@@ -52,6 +52,9 @@ pub struct ThresholdParams {
     /// Learning rate of the typical magnitude and the long-run scale.
     pub alpha_long: f64,
     pub direction: Direction,
+    /// Model `sign(x)·ln(1 + |x|)` instead of `x`: counts, bytes and request rates spread over decades, and a
+    /// band on the log scale widens with the level.
+    pub log: bool,
 }
 
 impl Default for ThresholdParams {
@@ -71,6 +74,7 @@ impl Default for ThresholdParams {
             min_long: 0.2,
             alpha_long: 0.001,
             direction: Direction::Both,
+            log: false,
         }
     }
 }
@@ -95,7 +99,7 @@ pub struct Threshold {
 
 impl Threshold {
     pub fn new(params: ThresholdParams) -> Self {
-        Threshold { params, n: 0, buffer: Vec::new(), level: f64::NAN, seasonal: Vec::new(), scale: f64::NAN, magnitude: 0.0, long_scale: 0.0 }
+        Threshold { params, n: 0, buffer: Vec::new(), level: 0.0, seasonal: Vec::new(), scale: 0.0, magnitude: 0.0, long_scale: 0.0 }
     }
 
     /// The period in use, once warm-up is over (1 without a season).
@@ -118,7 +122,8 @@ impl Threshold {
 
     /// Scores `value` against the current band without learning from it: (verdict, residual in scales).
     pub fn peek(&self, value: f64) -> (Verdict, f64) {
-        if self.level.is_nan() || !value.is_finite() {
+        let value = self.forward(value);
+        if self.n == 0 || !value.is_finite() {
             return (Verdict { score: 0.0, expected: None, band: None }, 0.0);
         }
         let expected = self.expected();
@@ -130,16 +135,29 @@ impl Threshold {
             Direction::Below => (-r).max(0.0),
             Direction::Both => r.abs(),
         };
-        let verdict = Verdict { score: deviation / width, expected: Some(expected), band: Some((expected - width, expected + width)) };
+        let verdict = Verdict {
+            score: deviation / width,
+            expected: Some(self.back(expected)),
+            band: Some((self.back(expected - width), self.back(expected + width))),
+        };
         (verdict, r / scale)
     }
 
+    fn forward(&self, x: f64) -> f64 {
+        if self.params.log { x.signum() * x.abs().ln_1p() } else { x }
+    }
+
+    fn back(&self, y: f64) -> f64 {
+        if self.params.log { y.signum() * y.abs().exp_m1() } else { y }
+    }
+
     fn learn(&mut self, value: f64) {
+        let value = self.forward(value);
         if !value.is_finite() {
             return;
         }
         let p = &self.params;
-        if self.level.is_nan() {
+        if self.n == 0 {
             (self.level, self.scale) = (value, 0.0);
         } else {
             let expected = self.expected();
