@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{StreamDetector, Verdict};
 
+/// Points that only start the baseline and the scale (the scale learns from them unclipped).
+const START: u64 = 10;
+
 /// Which side of the band is anomalous.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -123,7 +126,8 @@ impl Threshold {
     /// Scores `value` against the current band without learning from it: (verdict, residual in scales).
     pub fn peek(&self, value: f64) -> (Verdict, f64) {
         let value = self.forward(value);
-        if self.n == 0 || !value.is_finite() {
+        // The first few points only start the scale: no verdict on them.
+        if self.n < START || !value.is_finite() {
             return (Verdict { score: 0.0, expected: None, band: None }, 0.0);
         }
         let expected = self.expected();
@@ -164,13 +168,13 @@ impl Threshold {
             let scale = self.scale.max(self.floor());
             let r = value - expected;
             // Before the scale has history, it is zero: take the first residuals unclipped.
-            let rc = if self.n < 10 { r } else { r.clamp(-p.clip * scale, p.clip * scale) };
+            let rc = if self.n < START { r } else { r.clamp(-p.clip * scale, p.clip * scale) };
             self.level += p.alpha_level * rc;
             let phase = self.phase();
             if let Some(s) = self.seasonal.get_mut(phase) {
                 *s += p.alpha_season * (1.0 - p.alpha_level) * rc;
             }
-            let alpha_scale = if self.n < 10 { 1.0 / (self.n as f64 + 1.0) } else { p.alpha_scale };
+            let alpha_scale = if self.n < START { 1.0 / (self.n as f64 + 1.0) } else { p.alpha_scale };
             self.scale += alpha_scale * (rc.abs() - self.scale);
         }
         let alpha_long = (1.0 / (self.n as f64 + 1.0)).max(p.alpha_long);
@@ -274,4 +278,4 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
