@@ -102,7 +102,16 @@ pub struct Threshold {
 
 impl Threshold {
     pub fn new(params: ThresholdParams) -> Self {
-        Threshold { params, n: 0, buffer: Vec::new(), level: 0.0, seasonal: Vec::new(), scale: 0.0, magnitude: 0.0, long_scale: 0.0 }
+        Threshold {
+            params,
+            n: 0,
+            buffer: Vec::new(),
+            level: 0.0,
+            seasonal: Vec::new(),
+            scale: 0.0,
+            magnitude: 0.0,
+            long_scale: 0.0,
+        }
     }
 
     /// The period in use, once warm-up is over (1 without a season).
@@ -199,9 +208,8 @@ impl Threshold {
             return;
         }
         let Some(period) = find_period(&buffer, p.min_period, max_period) else { return };
-        let mut profile: Vec<f64> = (0..period)
-            .map(|phase| median(buffer.iter().skip(phase).step_by(period).copied().collect()))
-            .collect();
+        let mut profile: Vec<f64> =
+            (0..period).map(|phase| median(buffer.iter().skip(phase).step_by(period).copied().collect())).collect();
         let centre = median(profile.clone());
         profile.iter_mut().for_each(|v| *v -= centre);
         let mean = buffer.iter().sum::<f64>() / buffer.len() as f64;
@@ -244,9 +252,8 @@ pub fn find_period(data: &[f64], min_period: u32, max_period: u32) -> Option<usi
     if var <= 0.0 {
         return None;
     }
-    let acf = |lag: usize| -> f64 {
-        data.iter().zip(&data[lag..]).map(|(a, b)| (a - mean) * (b - mean)).sum::<f64>() / var
-    };
+    let acf =
+        |lag: usize| -> f64 { data.iter().zip(&data[lag..]).map(|(a, b)| (a - mean) * (b - mean)).sum::<f64>() / var };
     let mut candidate = vec![false; (max_period as usize).min(data.len() / 2) + 2];
     // augurs lists the peaks by increasing power.
     for peak in peaks.iter().rev().take(5) {

@@ -10,11 +10,14 @@ pub mod corpus;
 pub mod reference;
 pub mod sweep;
 
+use std::fmt::Write as _;
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::detect::StreamDetector;
+use crate::detect::ensemble::{Ensemble, EnsembleParams};
 use corpus::{Corpus, DataFile, Profile};
 use sweep::{Point, WindowError};
 
@@ -75,6 +78,106 @@ pub struct Report {
     pub points: usize,
     pub detect_seconds: f64,
     pub profiles: Vec<ProfileResult>,
+}
+
+/// `argus eval nab`: checks the scorer against windowedGaussian's published results when they are under
+/// `root/results/`, then evaluates the runtime ensemble with its default parameters.
+pub fn run(root: &Path) -> Result<NabRun, NabError> {
+    let started = Instant::now();
+    let corpus = Corpus::load(root)?;
+    let check = if root.join("results/windowedGaussian").is_dir() {
+        Some(reference::check(root, &corpus, "windowedGaussian")?)
+    } else {
+        None
+    };
+    let params = EnsembleParams::default();
+    let report = evaluate(&corpus, || Ensemble::new(params.clone()))?;
+    Ok(NabRun { report, check, params, seconds: started.elapsed().as_secs_f64() })
+}
+
+/// Everything `argus eval nab` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct NabRun {
+    pub report: Report,
+    /// The scorer's reproduction of windowedGaussian, when its results were there.
+    pub check: Option<Vec<reference::ProfileCheck>>,
+    pub params: EnsembleParams,
+    /// Load, check, detection and scoring, wall clock.
+    pub seconds: f64,
+}
+
+impl NabRun {
+    /// The figures as `--json` writes them: the half-split headline under NAB's short profile names
+    /// (`standard`, `reward_low_FP`, `reward_low_FN`), the whole-corpus ones with `_whole`, then the details.
+    pub fn json(&self) -> String {
+        let mut v = serde_json::json!({
+            "detector": self.report.detector,
+            "files": self.report.files,
+            "points": self.report.points,
+            "detect_seconds": self.report.detect_seconds,
+            "seconds": self.seconds,
+            "profiles": self.report.profiles,
+            "params": self.params,
+            "scorer_check": self.check,
+        });
+        for p in &self.report.profiles {
+            let key = p.profile.trim_end_matches("_rate");
+            v[key] = p.split.into();
+            v[format!("{key}_whole")] = p.whole.into();
+        }
+        serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    }
+
+    /// A readable report.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        if let Some(check) = &self.check {
+            let _ = writeln!(out, "Scorer check: windowedGaussian's published outputs, scored here");
+            let _ = writeln!(
+                out,
+                "  {:20} {:>9} {:>12} {:>12} {:>10} {:>10}",
+                "profile", "threshold", "raw", "NAB raw", "max diff", "score"
+            );
+            for c in check {
+                let _ = writeln!(
+                    out,
+                    "  {:20} {:>9} {:>12.4} {:>12.4} {:>10.1e} {:>10.2}",
+                    c.profile, c.threshold, c.raw, c.reference_raw, c.worst_diff, c.normalised
+                );
+            }
+            let _ = writeln!(out);
+        }
+        let r = &self.report;
+        let _ = writeln!(
+            out,
+            "NAB: detector {}, {} files, {} points, streamed in {:.2} s ({:.2} s in all)",
+            r.detector, r.files, r.points, r.detect_seconds, self.seconds
+        );
+        let _ = writeln!(
+            out,
+            "  {:20} {:>8} {:>8} {:>8} {:>8}   thresholds (whole, from A, from B)",
+            "profile", "split", "half A", "half B", "whole"
+        );
+        for p in &r.profiles {
+            let _ = writeln!(
+                out,
+                "  {:20} {:>8.2} {:>8.2} {:>8.2} {:>8.2}   {:.3}, {:.3}, {:.3}",
+                p.profile,
+                p.split,
+                p.half_a,
+                p.half_b,
+                p.whole,
+                p.threshold_whole,
+                p.threshold_from_a,
+                p.threshold_from_b
+            );
+        }
+        let _ = writeln!(
+            out,
+            "split = threshold fitted on one half (files sorted by path, every other file), scored on the other, averaged"
+        );
+        out
+    }
 }
 
 /// Streams every file through a fresh detector from `make` and scores the result.
