@@ -289,6 +289,21 @@ mod tests {
         }
     }
 
+    /// The command's path on the committed excerpt: the scorer check runs, the ensemble is scored, and the JSON
+    /// carries the keys the issue names.
+    #[test]
+    fn run_on_the_excerpt() {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/nab");
+        let run = run(&root).unwrap();
+        assert_eq!((run.report.files, run.report.points), (3, 2500 + 4730 + 1538));
+        assert_eq!(run.check.as_ref().map(Vec::len), Some(3));
+        let json: serde_json::Value = serde_json::from_str(&run.json()).unwrap();
+        for key in ["standard", "reward_low_FP", "reward_low_FN", "standard_whole"] {
+            assert!(json[key].as_f64().is_some_and(|v| v.is_finite() && v <= 100.0), "{key}: {}", json[key]);
+        }
+        assert!(run.text().contains("windowedGaussian"));
+    }
+
     #[test]
     fn detecting_everything_scores_below_zero() {
         let c = corpus();
