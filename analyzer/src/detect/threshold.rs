@@ -8,6 +8,9 @@
 //! already live, without a season. The band is `expected ± k · scale`, where the scale is never below the
 //! absolute and relative minimum deviations, and the score is the deviation in the watched direction divided
 //! by `k · scale`: above 1 means outside the band.
+//!
+//! Phases count points, not wall-clock time: the series must come on a regular grid (as the runtime's range
+//! queries give it); a non-finite value (a gap on the grid) advances the phase but teaches nothing.
 
 use augurs_seasons::PeriodogramDetector;
 use serde::{Deserialize, Serialize};
@@ -165,8 +168,15 @@ impl Threshold {
     }
 
     fn learn(&mut self, value: f64) {
-        let value = self.forward(value);
+        let mut value = self.forward(value);
         if !value.is_finite() {
+            if self.n == 0 {
+                return;
+            }
+            // A gap: keep the phase, and fill the warm-up buffer with what was expected.
+            value = self.expected();
+            self.n += 1;
+            self.push_warmup(value);
             return;
         }
         let p = &self.params;
@@ -190,6 +200,10 @@ impl Threshold {
         self.magnitude += alpha_long * (value.abs() - self.magnitude);
         self.long_scale += alpha_long * (self.scale - self.long_scale);
         self.n += 1;
+        self.push_warmup(value);
+    }
+
+    fn push_warmup(&mut self, value: f64) {
         if (self.n as usize) <= self.params.warmup {
             self.buffer.push(value);
             if self.n as usize == self.params.warmup {

@@ -113,3 +113,12 @@ fn state_round_trips_through_json_from_the_start() {
     let back: Threshold = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
     assert_eq!(back, d);
 }
+
+#[test]
+fn gaps_keep_the_season_in_phase() {
+    let mut s = seasonal(3000);
+    (1000..1010).for_each(|i| s[i] = f64::NAN);
+    s[2000] += 30.0;
+    let w = windows(ThresholdParams::default(), &s);
+    assert_eq!(w, "period Some(48)\n2000..=2000 peak 7.3\n");
+}
