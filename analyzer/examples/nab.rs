@@ -3,14 +3,14 @@
 
 use std::path::PathBuf;
 
-use argus_analyzer::detect::ensemble::{Ensemble, EnsembleParams};
+use argus_analyzer::detect::univariate::{Univariate, UnivariateParams};
 use argus_analyzer::eval::nab::{corpus::Corpus, evaluate, reference};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::args().nth(1).ok_or("usage: nab DIR [PARAMS_JSON]")?);
-    let params: EnsembleParams = match std::env::args().nth(2) {
+    let params: UnivariateParams = match std::env::args().nth(2) {
         Some(json) => serde_json::from_str(&json)?,
-        None => EnsembleParams::default(),
+        None => UnivariateParams::default(),
     };
     let corpus = Corpus::load(&root)?;
     if std::env::var_os("NAB_CHECK").is_some() {
@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Ok(name) = std::env::var("NAB_FILE") {
         use argus_analyzer::detect::StreamDetector;
         let f = corpus.files.iter().find(|f| f.path.contains(&name)).ok_or("no such file")?;
-        let mut d = Ensemble::new(params.clone());
+        let mut d = Univariate::new(params.clone());
         for (i, (&t, &v)) in f.timestamps.iter().zip(&f.values).enumerate() {
             let verdict = d.update(t, v);
             if i % 97 == 0 || verdict.score > 2.0 {
@@ -58,14 +58,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
-    let report = evaluate(&corpus, || Ensemble::new(params.clone()))?;
+    let report = evaluate(&corpus, || Univariate::new(params.clone()))?;
     if std::env::var_os("NAB_PERFILE").is_some() {
         use argus_analyzer::detect::StreamDetector;
         use argus_analyzer::eval::nab::{gather, sweep};
         let p = &corpus.profiles[0];
         let t = report.profiles[0].threshold_whole;
         for f in &corpus.files {
-            let mut d = Ensemble::new(params.clone());
+            let mut d = Univariate::new(params.clone());
             let s: Vec<f64> = f.timestamps.iter().zip(&f.values).map(|(&t, &v)| d.update(t, v).score).collect();
             let g = gather([(f, s.as_slice())]).map_err(|e| format!("{e:?}"))?;
             let (raw, c) = sweep::score_at(&g.points, g.windows, t, p);

@@ -19,6 +19,6 @@ pub trait StreamDetector: Send {
     /// Scores `value` at `t_ms`, then learns from it.
     fn update(&mut self, t_ms: i64, value: f64) -> Verdict;
 }
-pub mod ensemble;
 pub mod likelihood;
 pub mod threshold;
+pub mod univariate;

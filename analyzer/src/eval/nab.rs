@@ -1,6 +1,6 @@
 //! `argus eval nab`: the Numenta Anomaly Benchmark, scored with NAB's own method.
 //!
-//! Every file is streamed point by point through the runtime's univariate detector ([`crate::detect::ensemble`])
+//! Every file is streamed point by point through the runtime's univariate detector ([`crate::detect::univariate`])
 //! with one parameter set for the whole corpus. The only thing fitted on the corpus is the score threshold of each
 //! profile, found by NAB's threshold sweep ([`sweep::optimize`]). The headline is a two-fold split: files sorted by
 //! path, every other file in one half; the threshold is fixed on one half and scored on the other, and the two
@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::detect::StreamDetector;
-use crate::detect::ensemble::{Ensemble, EnsembleParams};
+use crate::detect::univariate::{Univariate, UnivariateParams};
 use corpus::{Corpus, DataFile, Profile};
 use sweep::{Point, WindowError};
 
@@ -81,7 +81,7 @@ pub struct Report {
 }
 
 /// `argus eval nab`: checks the scorer against windowedGaussian's published results when they are under
-/// `root/results/`, then evaluates the runtime ensemble with its default parameters.
+/// `root/results/`, then evaluates the runtime univariate detector with its default parameters.
 pub fn run(root: &Path) -> Result<NabRun, NabError> {
     let started = Instant::now();
     let corpus = Corpus::load(root)?;
@@ -90,8 +90,8 @@ pub fn run(root: &Path) -> Result<NabRun, NabError> {
     } else {
         None
     };
-    let params = EnsembleParams::default();
-    let report = evaluate(&corpus, || Ensemble::new(params.clone()))?;
+    let params = UnivariateParams::default();
+    let report = evaluate(&corpus, || Univariate::new(params.clone()))?;
     Ok(NabRun { report, check, params, seconds: started.elapsed().as_secs_f64() })
 }
 
@@ -101,7 +101,7 @@ pub struct NabRun {
     pub report: Report,
     /// The scorer's reproduction of windowedGaussian, when its results were there.
     pub check: Option<Vec<reference::ProfileCheck>>,
-    pub params: EnsembleParams,
+    pub params: UnivariateParams,
     /// Load, check, detection and scoring, wall clock.
     pub seconds: f64,
 }
@@ -289,7 +289,7 @@ mod tests {
         }
     }
 
-    /// The command's path on the committed excerpt: the scorer check runs, the ensemble is scored, and the JSON
+    /// The command's path on the committed excerpt: the scorer check runs, the detector is scored, and the JSON
     /// carries the keys the issue names.
     #[test]
     fn run_on_the_excerpt() {

@@ -3,7 +3,7 @@
 //!
 //! The raw surprise of a point is the larger of the band score and the likelihood score (each above 1 when
 //! anomalous). The record stage divides it by the largest raw surprise seen before, decayed a little every
-//! point and never below [`EnsembleParams::record_floor`]: the final score is above 1 only for a point that is
+//! point and never below [`UnivariateParams::record_floor`]: the final score is above 1 only for a point that is
 //! outside the band *and* beyond anything the series showed recently. A level shift alarms once, not for every
 //! point until the baseline catches up; a series that is always spiky stops alarming on its usual spikes. The
 //! record is forgotten when the threshold's warm-up ends, since its early surprises were measured against a
@@ -18,7 +18,7 @@ use super::{StreamDetector, Verdict};
 /// Parameters of the univariate ensemble.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct EnsembleParams {
+pub struct UnivariateParams {
     pub threshold: ThresholdParams,
     pub likelihood: LikelihoodParams,
     /// Per-point decay of the record; 0 turns the record stage off (the score is then the raw surprise).
@@ -27,9 +27,9 @@ pub struct EnsembleParams {
     pub record_floor: f64,
 }
 
-impl Default for EnsembleParams {
+impl Default for UnivariateParams {
     fn default() -> Self {
-        EnsembleParams {
+        UnivariateParams {
             threshold: ThresholdParams::default(),
             likelihood: LikelihoodParams::default(),
             record_decay: 0.999,
@@ -40,7 +40,7 @@ impl Default for EnsembleParams {
 
 /// The univariate ensemble over one series; serialisable like its parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ensemble {
+pub struct Univariate {
     threshold: Threshold,
     likelihood: Likelihood,
     record_decay: f64,
@@ -48,9 +48,9 @@ pub struct Ensemble {
     record: f64,
 }
 
-impl Ensemble {
-    pub fn new(params: EnsembleParams) -> Self {
-        Ensemble {
+impl Univariate {
+    pub fn new(params: UnivariateParams) -> Self {
+        Univariate {
             threshold: Threshold::new(params.threshold),
             likelihood: Likelihood::new(params.likelihood),
             record_decay: params.record_decay,
@@ -60,9 +60,9 @@ impl Ensemble {
     }
 }
 
-impl StreamDetector for Ensemble {
+impl StreamDetector for Univariate {
     fn name(&self) -> &'static str {
-        "ensemble"
+        "univariate"
     }
 
     fn update(&mut self, t_ms: i64, value: f64) -> Verdict {
@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn a_level_shift_alarms_at_its_start_only() {
-        let mut e = Ensemble::new(EnsembleParams::default());
+        let mut e = Univariate::new(UnivariateParams::default());
         let noise = |i: u64| super::super::threshold::tests::noise(i as usize);
         let quiet: Vec<f64> = (0..2000).map(|i| e.update(i as i64, 10.0 + noise(i)).score).collect();
         assert!(quiet[700..].iter().all(|&s| s < 1.0), "{}", quiet[700..].iter().cloned().fold(0.0, f64::max));
@@ -100,12 +100,12 @@ mod tests {
 
     #[test]
     fn state_round_trips_through_json() {
-        let mut e = Ensemble::new(EnsembleParams::default());
+        let mut e = Univariate::new(UnivariateParams::default());
         for i in 0..1000 {
             e.update(i, (i as f64 / 10.0).sin());
         }
         let json = serde_json::to_string(&e).unwrap();
-        let mut back: Ensemble = serde_json::from_str(&json).unwrap();
+        let mut back: Univariate = serde_json::from_str(&json).unwrap();
         assert_eq!(back.update(1000, 0.3), e.update(1000, 0.3));
     }
 }
