@@ -2,12 +2,19 @@
 //! the analyzer's own code (the same detectors and forecasters as `argus serve`), printing a report and,
 //! with `--json FILE`, writing the figures.
 
+mod nab;
+
 use anyhow::Result;
 use clap::Subcommand;
 
 #[derive(Subcommand)]
-pub enum Cmd {}
+pub enum Cmd {
+    /// The Numenta Anomaly Benchmark, scored with NAB's own method.
+    Nab(nab::Args),
+}
 
 pub fn run(cmd: Cmd) -> Result<()> {
-    match cmd {}
+    match cmd {
+        Cmd::Nab(args) => nab::run(args),
+    }
 }

@@ -12,6 +12,27 @@ pub struct Verdict {
     pub band: Option<(f64, f64)>,
 }
 
+/// Which side of the expected value (or of the peer group) is anomalous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Above,
+    Below,
+    #[default]
+    Both,
+}
+
+impl Direction {
+    /// Keeps a signed deviation (value − expected) only when it points the watched way.
+    pub fn keeps(self, deviation: f64) -> bool {
+        match self {
+            Direction::Above => deviation > 0.0,
+            Direction::Below => deviation < 0.0,
+            Direction::Both => deviation != 0.0,
+        }
+    }
+}
+
 /// A detector fed one series point by point, in time order, learning as it goes.
 pub trait StreamDetector: Send {
     /// The `detector` label value, e.g. `threshold`.
@@ -21,7 +42,10 @@ pub trait StreamDetector: Send {
 }
 
 pub mod ewma;
+pub mod likelihood;
 pub mod peer;
+pub mod threshold;
+pub mod univariate;
 
 /// Combines detectors' scores for one point: anomalous (> 1) when one detector is far out (its score
 /// above 2) or at least two agree (both above 1). The result is the larger of half the strongest

@@ -1,2 +1,3 @@
 //! Evaluation commands: NAB, multivariate anomaly benchmarks and forecasting, each running the same
 //! detectors and forecasters as the runtime.
+pub mod nab;

@@ -2,7 +2,7 @@
 //! chart), with a warm-up, a direction and a minimum-deviation guard. Cheap enough for every series;
 //! the seasonal dynamic threshold is the better choice where a daily rhythm exists.
 
-use super::peer::Direction;
+use super::Direction;
 use super::{StreamDetector, Verdict};
 use serde::{Deserialize, Serialize};
 

@@ -17,26 +17,7 @@
 use augurs_outlier::{MADDetector, OutlierDetector};
 use serde::{Deserialize, Serialize};
 
-/// Which side of the group counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Above,
-    Below,
-    #[default]
-    Both,
-}
-
-impl Direction {
-    /// Keeps a signed deviation (value − centre) only when it points the watched way.
-    fn keeps(self, deviation: f64) -> bool {
-        match self {
-            Direction::Above => deviation > 0.0,
-            Direction::Below => deviation < 0.0,
-            Direction::Both => deviation != 0.0,
-        }
-    }
-}
+pub use super::Direction;
 
 /// Parameters of the peer detector.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

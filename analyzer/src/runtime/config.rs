@@ -13,7 +13,8 @@
 //!
 //! With no rules configured, [`default_rules`] watch the collector's GPU, host, disk and network series.
 
-use crate::detect::peer::{Direction, PeerParams};
+use crate::detect::Direction;
+use crate::detect::peer::PeerParams;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,7 +27,8 @@ pub struct Config {
     pub enabled: Option<bool>,
     /// Evaluation step of every rule without its own, e.g. "10s".
     pub interval: Option<String>,
-    /// History fed to new detectors before they score live data, e.g. "1h".
+    /// History fed to new detectors before they score live data (default 2h: the seasonal threshold
+    /// looks for its period after 640 points).
     pub warmup: Option<String>,
     /// The longest gap caught up after a restart or a stall; older steps are skipped.
     pub max_catchup: Option<String>,
@@ -151,7 +153,7 @@ impl Config {
         }
         let v = Valid {
             enabled: self.enabled.unwrap_or(true),
-            warmup: duration("warmup", &self.warmup, Duration::from_secs(3600))?,
+            warmup: duration("warmup", &self.warmup, Duration::from_secs(2 * 3600))?,
             max_catchup: duration("max_catchup", &self.max_catchup, Duration::from_secs(3600))?,
             alert_after: self.alert_after.unwrap_or(3).max(1),
             resolve_after: self.resolve_after.unwrap_or(3).max(1),

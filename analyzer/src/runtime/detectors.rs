@@ -3,7 +3,8 @@
 
 use crate::detect::StreamDetector;
 use crate::detect::ewma::{Ewma, EwmaParams};
-use crate::detect::peer::Direction;
+use crate::detect::Direction;
+use crate::detect::univariate::{Univariate as Seasonal, UnivariateParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -29,7 +30,10 @@ pub struct Entry {
 }
 
 /// Every univariate detector, in the order the ensemble lists them.
-pub static UNIVARIATE: &[Entry] = &[Entry { name: "ewma", make: make_ewma, load: restore::<Ewma> }];
+pub static UNIVARIATE: &[Entry] = &[
+    Entry { name: "threshold", make: make_threshold, load: restore::<Seasonal> },
+    Entry { name: "ewma", make: make_ewma, load: restore::<Ewma> },
+];
 
 pub fn find(name: &str) -> Option<&'static Entry> {
     UNIVARIATE.iter().find(|e| e.name == name)
@@ -76,4 +80,22 @@ fn make_ewma(v: Option<&toml::Value>, direction: Direction, min_deviation: f64) 
     p.direction = direction;
     p.min_deviation = p.min_deviation.max(min_deviation);
     Ok(Box::new(Ewma::new(p)))
+}
+
+/// `threshold`: the seasonal dynamic threshold with the anomaly likelihood and the record stage — the
+/// detector `argus eval nab` measures.
+fn make_threshold(v: Option<&toml::Value>, direction: Direction, min_deviation: f64) -> Result<Box<dyn Univariate>, String> {
+    let mut p: UnivariateParams = params(v)?;
+    if p.threshold.k.is_nan() || p.threshold.k <= 0.0 {
+        return Err(format!("threshold.k = {} must be above 0", p.threshold.k));
+    }
+    if p.threshold.min_period < 2 || p.threshold.min_period > p.threshold.max_period {
+        return Err(format!(
+            "threshold.min_period = {} and max_period = {} must satisfy 2 <= min <= max",
+            p.threshold.min_period, p.threshold.max_period
+        ));
+    }
+    p.threshold.direction = direction;
+    p.threshold.min_abs = p.threshold.min_abs.max(min_deviation);
+    Ok(Box::new(Seasonal::new(p)))
 }
