@@ -19,3 +19,8 @@ pub trait StreamDetector: Send {
     /// Scores `value` at `t_ms`, then learns from it.
     fn update(&mut self, t_ms: i64, value: f64) -> Verdict;
 }
+
+pub mod features;
+pub mod iforest;
+pub mod multivariate;
+pub mod pca;
