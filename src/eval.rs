@@ -5,9 +5,16 @@
 use anyhow::Result;
 use clap::Subcommand;
 
+mod anomaly;
+
 #[derive(Subcommand)]
-pub enum Cmd {}
+pub enum Cmd {
+    /// Multivariate anomaly detection on a labelled train/test pair of CSVs (e.g. SMD).
+    Anomaly(anomaly::Args),
+}
 
 pub fn run(cmd: Cmd) -> Result<()> {
-    match cmd {}
+    match cmd {
+        Cmd::Anomaly(args) => anomaly::run(args),
+    }
 }

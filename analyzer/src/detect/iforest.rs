@@ -154,6 +154,12 @@ impl IsolationForest {
         self.n_features
     }
 
+    /// The same forest, scoring batches on `threads` threads (0: all cores).
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
     pub fn n_trees(&self) -> usize {
         self.roots.len()
     }

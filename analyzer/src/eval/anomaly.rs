@@ -82,7 +82,10 @@ pub fn read_csv(path: &Path, labelled: bool) -> Result<Table, EvalError> {
         }
         for (i, field) in record.iter().enumerate().take(end).skip(1) {
             let v: f64 = field.trim().parse().map_err(|_| {
-                csv_err(line, format!("column {} (`{}`): `{field}` is not a number", i + 1, header.get(i).unwrap_or("")))
+                csv_err(
+                    line,
+                    format!("column {} (`{}`): `{field}` is not a number", i + 1, header.get(i).unwrap_or("")),
+                )
             })?;
             if !v.is_finite() {
                 return Err(csv_err(line, format!("column {} (`{}`): `{field}` is not finite", i + 1, &header[i])));
@@ -126,6 +129,13 @@ pub struct Report {
     pub pa_f1: f64,
     pub fit_seconds: f64,
     pub score_seconds: f64,
+}
+
+impl Report {
+    /// The figures as one JSON object, keys as in the struct.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
 }
 
 /// Per-point scores of a detector trained on `train` and run over `test`, with the time each took.

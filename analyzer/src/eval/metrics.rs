@@ -40,9 +40,7 @@ pub fn roc_auc(scores: &[f64], labels: &[bool]) -> f64 {
 /// The best F1 over all thresholds (flagging every point scored at or above it), no point adjustment.
 pub fn best_f1(scores: &[f64], labels: &[bool]) -> f64 {
     let positives = labels.iter().filter(|l| **l).count();
-    operating_points(scores, labels)
-        .map(|(tp, fp)| f1_from(tp, fp, positives - tp))
-        .fold(0.0, f64::max)
+    operating_points(scores, labels).map(|(tp, fp)| f1_from(tp, fp, positives - tp)).fold(0.0, f64::max)
 }
 
 /// F1 of the flagged points.
@@ -97,7 +95,11 @@ fn operating_points<'a>(scores: &'a [f64], labels: &'a [bool]) -> impl Iterator<
         }
         let s = scores[order[i]];
         while i < order.len() && scores[order[i]] == s {
-            if labels[order[i]] { tp += 1 } else { fp += 1 }
+            if labels[order[i]] {
+                tp += 1
+            } else {
+                fp += 1
+            }
             i += 1;
         }
         Some((tp, fp))
