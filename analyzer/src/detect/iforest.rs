@@ -101,7 +101,7 @@ impl IsolationForest {
         if n_features == 0 {
             return Err(FitError::NoFeatures);
         }
-        if data.len() % n_features != 0 {
+        if !data.len().is_multiple_of(n_features) {
             return Err(FitError::Ragged { len: data.len(), n_features });
         }
         let n_rows = data.len() / n_features;
@@ -213,7 +213,7 @@ impl IsolationForest {
                 }
                 path.push(node.feature as usize);
                 depth += 1.0;
-                i = node.left as usize + usize::from(!(row[node.feature as usize] < node.value));
+                i = node.left as usize + usize::from(goes_right(row[node.feature as usize], node.value));
             }
             let w = 1.0 / depth.max(1.0);
             for &f in &path {
@@ -235,12 +235,17 @@ impl IsolationForest {
                     break;
                 }
                 depth += 1;
-                // `!(x < v)` sends NaN right.
-                i = node.left as usize + usize::from(!(row[node.feature as usize] < node.value));
+                i = node.left as usize + usize::from(goes_right(row[node.feature as usize], node.value));
             }
         }
         total / self.roots.len() as f64
     }
+}
+
+/// Left holds `x < split`; everything else, NaN included, goes right.
+#[inline]
+fn goes_right(x: f64, split: f64) -> bool {
+    x.partial_cmp(&split) != Some(std::cmp::Ordering::Less)
 }
 
 /// The `k` largest weights with their indices, heaviest first, the weights divided by their sum.

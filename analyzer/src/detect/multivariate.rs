@@ -92,7 +92,7 @@ impl MultivariateModel {
     /// Trains on `rows`, row-major with one value per input metric (`inputs.len()` per row), in time order.
     pub fn train(params: &MultivariateParams, inputs: Vec<String>, rows: &[f64]) -> Result<Self, TrainError> {
         let n = inputs.len();
-        let n_rows = if n == 0 { 0 } else { rows.len() / n };
+        let n_rows = rows.len().checked_div(n).unwrap_or(0);
         if n_rows < 2 {
             return Err(TrainError::TooSmall { rows: n_rows, inputs: n });
         }

@@ -29,7 +29,7 @@ impl Pca {
     /// Fits on `rows` (row-major, `n` features each), keeping the fewest axes that explain at least
     /// `variance` (0..=1) of the total variance.
     pub fn fit(rows: &[f64], n: usize, variance: f64) -> Result<Pca, PcaError> {
-        let count = if n == 0 { 0 } else { rows.len() / n };
+        let count = rows.len().checked_div(n).unwrap_or(0);
         if count < 2 {
             return Err(PcaError::TooSmall);
         }

@@ -55,7 +55,7 @@ pub fn read_csv(path: &Path, labelled: bool) -> Result<Table, EvalError> {
     if header.get(0).map(str::trim) != Some("timestamp") {
         return Err(csv_err(1, format!("first column must be `timestamp`, found `{}`", header.get(0).unwrap_or(""))));
     }
-    let has_label = header.iter().last().map(str::trim) == Some("label");
+    let has_label = header.iter().next_back().map(str::trim) == Some("label");
     if labelled && !has_label {
         return Err(EvalError::NoLabels { path: shown });
     }
