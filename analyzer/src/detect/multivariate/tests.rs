@@ -69,6 +69,8 @@ fn windows(model: &MultivariateModel, rows: &[f64]) -> String {
 fn finds_the_injected_faults() {
     let model = model();
     let test = host(1200, 2, &[(300, 330, 0), (700, 760, 1)]);
+    // Both faults are found, each named by the metric it hits, and end a smoothing window after the
+    // fault does; the two short windows are false alarms on noise (3 of 1,200 points).
     expect![[r#"
         300..339 cpu
         614..616 net_out
