@@ -2,6 +2,7 @@
 //! the analyzer's own code (the same detectors and forecasters as `argus serve`), printing a report and,
 //! with `--json FILE`, writing the figures.
 
+mod anomaly;
 mod nab;
 
 use anyhow::Result;
@@ -11,10 +12,13 @@ use clap::Subcommand;
 pub enum Cmd {
     /// The Numenta Anomaly Benchmark, scored with NAB's own method.
     Nab(nab::Args),
+    /// Multivariate anomaly detection on a labelled train/test pair of CSVs (e.g. SMD).
+    Anomaly(anomaly::Args),
 }
 
 pub fn run(cmd: Cmd) -> Result<()> {
     match cmd {
         Cmd::Nab(args) => nab::run(args),
+        Cmd::Anomaly(args) => anomaly::run(args),
     }
 }

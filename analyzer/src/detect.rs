@@ -42,7 +42,11 @@ pub trait StreamDetector: Send {
 }
 
 pub mod ewma;
+pub mod features;
+pub mod iforest;
 pub mod likelihood;
+pub mod multivariate;
+pub mod pca;
 pub mod peer;
 pub mod threshold;
 pub mod univariate;

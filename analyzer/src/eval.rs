@@ -1,3 +1,6 @@
 //! Evaluation commands: NAB, multivariate anomaly benchmarks and forecasting, each running the same
 //! detectors and forecasters as the runtime.
+
+pub mod anomaly;
+pub mod metrics;
 pub mod nab;

@@ -1,0 +1,229 @@
+//! The multivariate detector for one entity (a host, a GPU): an isolation forest on the raw metrics and
+//! their rolling statistics, and a PCA reconstruction error on the standardised metrics, combined.
+//!
+//! The two see different anomalies: the forest finds points whose values (or recent level or
+//! volatility) are rare, PCA finds points where metrics that normally move together stop doing so. Each
+//! raw score is divided by a high quantile of its own training scores, the two are averaged, smoothed
+//! over the last few points (anomalies last minutes, noise does not) and divided by a high quantile of
+//! the training values of that combined score — so above 1 means "higher than all but the top
+//! `1 − threshold_quantile` of the training window", without any labels. Training windows may hold
+//! anomalies of their own; a quantile, unlike the maximum, is not moved by a few of them.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use super::features::{FeatureConfig, FeatureStream, Scaler};
+use super::iforest::{self, IForestParams, IsolationForest};
+use super::pca::{Pca, PcaError};
+
+/// The version of the persisted [`MultivariateModel`]; bumped on any change to its fields' meaning.
+pub const MODEL_VERSION: u32 = 1;
+
+/// Detector parameters: one set for every entity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MultivariateParams {
+    /// Features the isolation forest sees.
+    pub features: FeatureConfig,
+    pub iforest: IForestParams,
+    /// Share of the training variance the PCA subspace keeps; the rest is the anomalous residual.
+    pub pca_variance: f64,
+    /// Points the combined score is averaged over (1 = no smoothing).
+    pub smooth: usize,
+    /// Training quantile each detector's score is divided by before combining.
+    pub norm_quantile: f64,
+    /// Training quantile of the combined score that maps to a final score of 1.
+    pub threshold_quantile: f64,
+}
+
+impl Default for MultivariateParams {
+    fn default() -> Self {
+        MultivariateParams {
+            features: FeatureConfig::default(),
+            iforest: IForestParams::default(),
+            pca_variance: 0.99,
+            smooth: 10,
+            norm_quantile: 0.995,
+            threshold_quantile: 0.995,
+        }
+    }
+}
+
+/// Why a model could not be trained.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TrainError {
+    #[error("training window has {rows} rows of {inputs} metrics, needs at least 2 rows of 1 metric")]
+    TooSmall { rows: usize, inputs: usize },
+    #[error("isolation forest: {0}")]
+    Forest(#[from] iforest::FitError),
+    #[error("pca: {0}")]
+    Pca(#[from] PcaError),
+}
+
+/// A trained model, as persisted (docs/format/analyzer-models.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MultivariateModel {
+    pub version: u32,
+    pub params: MultivariateParams,
+    /// Input metric names, in input order.
+    pub inputs: Vec<String>,
+    /// Standardises the raw inputs for PCA.
+    scaler: Scaler,
+    pca: Pca,
+    forest: IsolationForest,
+    /// Divisors of the forest and PCA scores.
+    forest_norm: f64,
+    pca_norm: f64,
+    /// Divisor of the smoothed combined score.
+    threshold: f64,
+}
+
+/// One scored point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MultiVerdict {
+    /// Above 1 means anomalous.
+    pub score: f64,
+    /// The unsmoothed combined score at this point, in the same units.
+    pub instant: f64,
+}
+
+impl MultivariateModel {
+    /// Trains on `rows`, row-major with one value per input metric (`inputs.len()` per row), in time order.
+    pub fn train(params: &MultivariateParams, inputs: Vec<String>, rows: &[f64]) -> Result<Self, TrainError> {
+        let n = inputs.len();
+        let n_rows = rows.len().checked_div(n).unwrap_or(0);
+        if n_rows < 2 {
+            return Err(TrainError::TooSmall { rows: n_rows, inputs: n });
+        }
+        let rows = &rows[..n_rows * n];
+        let scaler = Scaler::fit(rows, n);
+        let mut scaled = rows.to_vec();
+        scaled.chunks_exact_mut(n).for_each(|r| scaler.transform(r));
+        let pca = Pca::fit(&scaled, n, params.pca_variance)?;
+        let features = FeatureStream::run(&params.features, rows, n);
+        let n_features = FeatureStream::new(&params.features, n).n_features();
+        let forest = IsolationForest::fit(&params.iforest, &features, n_features)?;
+
+        let forest_scores = forest.score_batch(&features);
+        let mut residuals = Vec::with_capacity(n);
+        let pca_scores: Vec<f64> = scaled.chunks_exact(n).map(|r| pca.residuals(r, &mut residuals)).collect();
+        let forest_norm = positive(quantile(&smooth(&forest_scores, params.smooth), params.norm_quantile));
+        let pca_norm = positive(quantile(&smooth(&pca_scores, params.smooth), params.norm_quantile));
+        let combined: Vec<f64> =
+            forest_scores.iter().zip(&pca_scores).map(|(f, p)| (f / forest_norm + p / pca_norm) / 2.0).collect();
+        let threshold = positive(quantile(&smooth(&combined, params.smooth), params.threshold_quantile));
+        Ok(MultivariateModel {
+            version: MODEL_VERSION,
+            params: params.clone(),
+            inputs,
+            scaler,
+            pca,
+            forest,
+            forest_norm,
+            pca_norm,
+            threshold,
+        })
+    }
+
+    /// A fresh scorer, to be fed the points that follow, in time order.
+    pub fn scorer(&self) -> MultivariateScorer<'_> {
+        MultivariateScorer {
+            model: self,
+            features: FeatureStream::new(&self.params.features, self.inputs.len()),
+            recent: VecDeque::with_capacity(self.params.smooth.max(1)),
+            feature_row: Vec::new(),
+            scaled: Vec::new(),
+            residuals: Vec::new(),
+        }
+    }
+}
+
+/// Scores one entity's points as they arrive.
+#[derive(Debug, Clone)]
+pub struct MultivariateScorer<'m> {
+    model: &'m MultivariateModel,
+    features: FeatureStream,
+    recent: VecDeque<f64>,
+    feature_row: Vec<f64>,
+    scaled: Vec<f64>,
+    residuals: Vec<f64>,
+}
+
+impl MultivariateScorer<'_> {
+    /// Scores the next point (one value per input metric).
+    pub fn score(&mut self, row: &[f64]) -> MultiVerdict {
+        let m = self.model;
+        self.feature_row.clear();
+        self.features.push(row, &mut self.feature_row);
+        let forest = m.forest.score(&self.feature_row);
+        self.scaled.clear();
+        self.scaled.extend_from_slice(&row[..m.inputs.len()]);
+        m.scaler.transform(&mut self.scaled);
+        let pca = m.pca.residuals(&self.scaled, &mut self.residuals);
+        let combined = (forest / m.forest_norm + pca / m.pca_norm) / 2.0;
+        if self.recent.len() == m.params.smooth.max(1) {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(combined);
+        let smoothed = self.recent.iter().sum::<f64>() / self.recent.len() as f64;
+        MultiVerdict { score: smoothed / m.threshold, instant: combined / m.threshold }
+    }
+
+    /// The metrics that contributed most to the last point scored, heaviest first, at most `k`, with
+    /// weights summing to at most 1: half from the forest's isolating splits (a temporal feature credits
+    /// its metric), half from each metric's share of the PCA residual.
+    pub fn top_features(&self, k: usize) -> Vec<(&str, f64)> {
+        let m = self.model;
+        let n = m.inputs.len();
+        let mut weights = vec![0.0; n];
+        for (f, w) in m.forest.top_features(&self.feature_row, usize::MAX) {
+            weights[f % n] += w / 2.0;
+        }
+        let total: f64 = self.residuals.iter().map(|r| r * r).sum();
+        if total > 0.0 {
+            for (w, r) in weights.iter_mut().zip(&self.residuals) {
+                *w += r * r / total / 2.0;
+            }
+        }
+        iforest::top_k(&weights, k).into_iter().map(|(i, w)| (m.inputs[i].as_str(), w)).collect()
+    }
+}
+
+/// Causal moving average over the last `w` points (fewer at the start).
+fn smooth(values: &[f64], w: usize) -> Vec<f64> {
+    let w = w.max(1);
+    let mut sum = 0.0;
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            sum += v;
+            if i >= w {
+                sum -= values[i - w];
+            }
+            sum / (i + 1).min(w) as f64
+        })
+        .collect()
+}
+
+/// The `q` quantile with linear interpolation (numpy's default).
+pub(crate) fn quantile(values: &[f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// A divisor that cannot be zero or NaN (a constant training window).
+fn positive(v: f64) -> f64 {
+    if v.is_finite() && v > 0.0 { v } else { f64::MIN_POSITIVE.sqrt() }
+}
+
+#[cfg(test)]
+mod tests;
