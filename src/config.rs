@@ -1,6 +1,7 @@
 //! `argus.toml`: parsed (serde, unknown fields refused), then validated into options that cannot be
 //! invalid. No file at all gives a working default.
 
+use crate::auth::Scope;
 use anyhow::{Context, Result, anyhow, bail};
 use argus_store::backend::{InfluxSpec, RemoteOptions, RemoteSpec};
 use argus_store::wal::WalSync;
@@ -29,11 +30,27 @@ pub struct Config {
 pub struct Server {
     #[serde(default = "default_listen")]
     pub listen: String,
+    /// PEM certificate chain (leaf first): with `tls_key`, the listener speaks HTTPS only.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Default for Server {
     fn default() -> Self {
-        Server { listen: default_listen() }
+        Server { listen: default_listen(), tls_cert: None, tls_key: None }
+    }
+}
+
+impl Server {
+    /// The certificate and key files when TLS is on.
+    pub fn tls(&self) -> Result<Option<(&Path, &Path)>> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(c), Some(k)) => Ok(Some((c, k))),
+            (None, None) => Ok(None),
+            (Some(_), None) => bail!("server.tls_cert: set together with server.tls_key"),
+            (None, Some(_)) => bail!("server.tls_key: set together with server.tls_cert"),
+        }
     }
 }
 
@@ -80,12 +97,53 @@ pub enum BackendKind {
     Influxdb2,
 }
 
+/// `[auth]`: who may call the API. docs/auth.md has the endpoint-to-scope map.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Auth {
-    /// Tokens accepted on writes (`Authorization: Token …` or `Bearer …`). Empty: writes are open.
+    /// `[[auth.tokens]]`: accepted as `Authorization: Bearer …`, `Token …` or Basic with the token as
+    /// password.
     #[serde(default)]
-    pub tokens: Vec<String>,
+    pub tokens: Vec<AuthToken>,
+    /// What requests without a token may do. Default: everything on a loopback listener without
+    /// tokens, nothing otherwise (and a server on another address without tokens refuses to start).
+    pub anonymous: Option<Vec<Scope>>,
+}
+
+/// One API token: only its SHA-256 is kept (`argus token new` prints a token and its entry).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthToken {
+    /// Who holds it, for logs and 403 messages.
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    /// Lowercase hex SHA-256 of the token's text.
+    pub sha256: String,
+}
+
+impl Auth {
+    fn validate(&self) -> Result<()> {
+        let mut names = std::collections::HashSet::new();
+        for (i, t) in self.tokens.iter().enumerate() {
+            if t.name.is_empty() {
+                bail!("auth.tokens: entry {} has an empty name", i + 1);
+            }
+            if !names.insert(t.name.as_str()) {
+                bail!("auth.tokens: name {:?} is used twice", t.name);
+            }
+            if t.scopes.is_empty() {
+                bail!("auth.tokens: token {:?} has no scopes (use read, write or admin)", t.name);
+            }
+            if crate::auth::parse_digest(&t.sha256).is_none() {
+                bail!(
+                    "auth.tokens: token {:?}: sha256 must be 64 hex digits (the SHA-256 of the token, as \
+                     `argus token hash` prints it), not the token itself",
+                    t.name
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 // === [alertd] ===
@@ -142,6 +200,8 @@ impl Config {
             .with_context(|| format!("server.listen {:?} is not an address", self.server.listen))?;
         self.store_options(Path::new("data"))?;
         self.limits()?;
+        self.auth.validate()?;
+        self.server.tls()?;
         self.remote_backend()?;
         if self.alertd.enabled {
             crate::alertd::load_config(&self.alertd).map_err(|e| anyhow!("alertd.config_file: {e:#}"))?;
@@ -245,7 +305,8 @@ fn locate(text: &str, error: &str) -> (usize, usize) {
         let l = line.trim();
         let at = |s: &str| (n + 1, line.find(s).unwrap_or(0) + 1);
         if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-            current = name.trim();
+            // `[[array.of.tables]]` too.
+            current = name.trim_matches(['[', ']']).trim();
             if current == path {
                 own_header = own_header.or(Some(at("[")));
             }

@@ -1,10 +1,13 @@
 //! The one Argus binary: wires the crates together. See ARCHITECTURE.md.
 
 mod alertd;
+mod auth;
 mod collect;
 mod config;
 mod eval;
 mod serve;
+mod tls;
+mod token;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -33,6 +36,11 @@ enum Cmd {
         #[command(subcommand)]
         cmd: alertd::Cmd,
     },
+    /// API tokens for `[auth]`: `new` prints a fresh one and its entry, `hash` the SHA-256 of one.
+    Token {
+        #[command(subcommand)]
+        cmd: token::Cmd,
+    },
     /// Evaluate the analyzer's detectors and forecasters on labelled data.
     Eval {
         #[command(subcommand)]
@@ -47,6 +55,7 @@ fn main() -> Result<()> {
         Cmd::Collect(args) => collect::run(args),
         Cmd::Alertd { cmd } => alertd::run(cmd),
         Cmd::Eval { cmd } => eval::run(cmd),
+        Cmd::Token { cmd } => token::run(cmd),
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {

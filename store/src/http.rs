@@ -66,19 +66,17 @@ impl Default for Limits {
 pub struct State {
     pub db: Arc<Db>,
     pub limits: Limits,
-    /// Accepted write tokens; empty means writes are open.
-    pub tokens: Vec<String>,
     pub registry: Registry,
     inflight: AtomicUsize,
 }
 
 impl State {
-    pub fn new(db: Arc<Db>, limits: Limits, tokens: Vec<String>, mut registry: Registry) -> Arc<State> {
+    pub fn new(db: Arc<Db>, limits: Limits, mut registry: Registry) -> Arc<State> {
         db.metrics().register(&mut registry);
         // Bodies being decoded count against the same memory as the head: at most an eighth of it.
         let mut limits = limits;
         limits.max_inflight_bytes = limits.max_inflight_bytes.min((db.options().memory_limit / 8) as usize);
-        Arc::new(State { db, limits, tokens, registry, inflight: AtomicUsize::new(0) })
+        Arc::new(State { db, limits, registry, inflight: AtomicUsize::new(0) })
     }
 }
 
