@@ -272,10 +272,14 @@ pub async fn guard(axum::extract::State(auth): axum::extract::State<Arc<Auth>>, 
     }
 }
 
-/// An error in the shape of the API `path` belongs to: InfluxDB's for the write endpoints,
-/// Prometheus' envelope under /api/v1, Alertmanager's JSON string under /api/v2, text elsewhere.
 fn deny(status: StatusCode, path: &str, msg: String) -> Response {
     let kind = if status == StatusCode::FORBIDDEN { "forbidden" } else { "unauthorized" };
+    api_error(status, path, kind, msg)
+}
+
+/// An error in the shape of the API `path` belongs to: InfluxDB's for the write endpoints,
+/// Prometheus' envelope under /api/v1, Alertmanager's JSON string under /api/v2, text elsewhere.
+pub fn api_error(status: StatusCode, path: &str, kind: &str, msg: String) -> Response {
     let json = |v: serde_json::Value| {
         ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], v.to_string()).into_response()
     };

@@ -34,11 +34,23 @@ pub struct Server {
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of `tls_cert`.
     pub tls_key: Option<PathBuf>,
+    /// Requests served at once; more get 503 with Retry-After (health checks excepted).
+    #[serde(default = "default_max_concurrent_requests")]
+    pub max_concurrent_requests: usize,
+}
+
+fn default_max_concurrent_requests() -> usize {
+    1024
 }
 
 impl Default for Server {
     fn default() -> Self {
-        Server { listen: default_listen(), tls_cert: None, tls_key: None }
+        Server {
+            listen: default_listen(),
+            tls_cert: None,
+            tls_key: None,
+            max_concurrent_requests: default_max_concurrent_requests(),
+        }
     }
 }
 
@@ -73,6 +85,9 @@ pub struct Store {
     pub max_body_bytes: Option<usize>,
     pub max_line_bytes: Option<usize>,
     pub max_labels_per_series: Option<usize>,
+    /// Live series in the head, and per metric name: batches that would pass them get a 400.
+    pub max_series: Option<usize>,
+    pub max_series_per_metric: Option<usize>,
     pub max_query_samples: Option<usize>,
     /// e.g. "2m": a query running longer is stopped with 503
     pub query_timeout: Option<String>,
@@ -202,6 +217,9 @@ impl Config {
         self.limits()?;
         self.auth.validate()?;
         self.server.tls()?;
+        if self.server.max_concurrent_requests == 0 {
+            bail!("server.max_concurrent_requests: must be at least 1");
+        }
         self.remote_backend()?;
         if self.alertd.enabled {
             crate::alertd::load_config(&self.alertd).map_err(|e| anyhow!("alertd.config_file: {e:#}"))?;
@@ -250,6 +268,8 @@ impl Config {
         if let Some(m) = &s.memory_limit {
             o.memory_limit = bytes("store.memory_limit", m)?;
         }
+        o.max_series = s.max_series.unwrap_or(o.max_series);
+        o.max_series_per_metric = s.max_series_per_metric.unwrap_or(o.max_series_per_metric);
         Ok(o)
     }
 

@@ -60,14 +60,41 @@ pub fn run(args: Args) -> Result<()> {
         None => None,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(serve(cfg, opts, Listen { addr: listen, auth, tls }, args.no_collector))
+    let max_concurrent = cfg.server.max_concurrent_requests;
+    rt.block_on(serve(cfg, opts, Listen { addr: listen, auth, tls, max_concurrent }, args.no_collector))
 }
 
-/// The listener's address, access policy and TLS configuration.
+/// The listener's address, access policy, TLS configuration and concurrency limit.
 struct Listen {
     addr: SocketAddr,
     auth: Auth,
     tls: Option<Arc<rustls::ServerConfig>>,
+    max_concurrent: usize,
+}
+
+/// Answers 503 with Retry-After when `server.max_concurrent_requests` are already being served
+/// (health checks excepted), rather than queueing without bound.
+async fn limit_concurrency(
+    axum::extract::State(slots): axum::extract::State<Arc<tokio::sync::Semaphore>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if auth::required(req.method(), req.uri().path()).is_none() {
+        return next.run(req).await;
+    }
+    match slots.clone().try_acquire_owned() {
+        Ok(_permit) => next.run(req).await,
+        Err(_) => {
+            let mut r = auth::api_error(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                req.uri().path(),
+                "unavailable",
+                "too many concurrent requests (server.max_concurrent_requests); retry later".into(),
+            );
+            r.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+            r
+        }
+    }
 }
 
 impl Listen {
@@ -88,7 +115,13 @@ impl Listen {
         if self.auth.is_open() {
             tracing::info!(%addr, "No authentication: every endpoint is open on this loopback address");
         }
-        let app = app.layer(axum::middleware::from_fn_with_state(Arc::new(self.auth), auth::guard));
+        // The concurrency limit is the outer layer: a flood of unauthenticated requests is shed too.
+        let app = app
+            .layer(axum::middleware::from_fn_with_state(Arc::new(self.auth), auth::guard))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(tokio::sync::Semaphore::new(self.max_concurrent)),
+                limit_concurrency,
+            ));
         let server: Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> = match self.tls {
             Some(tls) => {
                 let listener = crate::tls::TlsListener::new(listener, tls)?;

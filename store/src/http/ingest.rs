@@ -132,6 +132,8 @@ fn write_error(e: WriteError) -> Response {
         e @ WriteError::OverBudget { .. } => {
             influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string(), None)
         }
+        // The sender's data is at fault: retrying the same batch cannot succeed.
+        e @ WriteError::TooManySeries { .. } => influx_error(StatusCode::BAD_REQUEST, "invalid", e.to_string(), None),
     }
 }
 
