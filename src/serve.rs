@@ -116,12 +116,12 @@ impl Listen {
             tracing::info!(%addr, "No authentication: every endpoint is open on this loopback address");
         }
         // The concurrency limit is the outer layer: a flood of unauthenticated requests is shed too.
-        let app = app
-            .layer(axum::middleware::from_fn_with_state(Arc::new(self.auth), auth::guard))
-            .layer(axum::middleware::from_fn_with_state(
+        let app = app.layer(axum::middleware::from_fn_with_state(Arc::new(self.auth), auth::guard)).layer(
+            axum::middleware::from_fn_with_state(
                 Arc::new(tokio::sync::Semaphore::new(self.max_concurrent)),
                 limit_concurrency,
-            ));
+            ),
+        );
         let server: Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> = match self.tls {
             Some(tls) => {
                 let listener = crate::tls::TlsListener::new(listener, tls)?;

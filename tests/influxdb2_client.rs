@@ -139,7 +139,7 @@ fn the_client_sees_our_errors() {
     let point = || DataPoint::builder("denied").field("v", 1.0).timestamp(t * 1_000_000).build().expect("point");
     let cases = [
         (Client::new(srv.base(), "o", "wrong-token"), 401, "invalid token"),
-        (Client::new(srv.base(), "o", ""), 401, "missing Authorization header"),
+        (Client::new(srv.base(), "o", ""), 401, "needs a token with the write scope"),
     ];
     for (client, status, message) in cases {
         match rt.block_on(client.write("b", stream::iter([point()]))) {

@@ -20,8 +20,8 @@ fn series_per_metric_answers_400_naming_the_metric() {
     assert_eq!(j["code"], "invalid");
     assert_eq!(
         j["message"],
-        "series limit max_series_per_metric = 2 reached: metric \"exploding_v\" has 2 live series (this metric) and \
-         this batch adds 1; nothing stored"
+        "series limit max_series_per_metric = 2 reached: metric \"exploding_v\" has 2 live series and this batch \
+         adds 1; nothing stored"
     );
     assert_eq!(srv.series("steady_v"), vec![]);
     assert_eq!(srv.metric("argus_store_batches_rejected_total{reason=\"cardinality\"}"), Some(1.0));
@@ -33,7 +33,8 @@ fn concurrent_requests_past_the_limit_get_503() {
     // A write whose body never finishes holds the one slot.
     let addr = srv.base().trim_start_matches("http://").to_string();
     let mut slow = std::net::TcpStream::connect(&addr).unwrap();
-    write!(slow, "POST /api/v2/write?org=o&bucket=b HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nslow v=1").unwrap();
+    write!(slow, "POST /api/v2/write?org=o&bucket=b HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nslow v=1")
+        .unwrap();
     slow.flush().unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let r = srv.get("/api/v1/labels");

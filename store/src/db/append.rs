@@ -32,12 +32,18 @@ pub enum WriteError {
          {budget} in use by series and samples; nothing stored, retry later"
     )]
     OverBudget { new_series: usize, needed: usize, in_use: usize, budget: usize },
-    /// Creating the batch's new series would pass a series limit; nothing of it was stored.
+    /// Creating the batch's new series would pass `max_series`; nothing of it was stored.
     #[error(
-        "series limit {limit_name} = {limit} reached: metric {metric:?} has {have} live series ({scope}) and \
-         this batch adds {adding}; nothing stored"
+        "series limit max_series = {limit} reached: {live} live series and this batch adds {adding} (metric \
+         {metric:?} among them); nothing stored"
     )]
-    TooManySeries { limit_name: &'static str, limit: usize, metric: String, scope: &'static str, have: usize, adding: usize },
+    TooManySeries { limit: usize, live: usize, adding: usize, metric: String },
+    /// Creating the batch's new series would pass `max_series_per_metric`; nothing of it was stored.
+    #[error(
+        "series limit max_series_per_metric = {limit} reached: metric {metric:?} has {have} live series and this \
+         batch adds {adding}; nothing stored"
+    )]
+    TooManySeriesForMetric { limit: usize, metric: String, have: usize, adding: usize },
 }
 
 /// The label pairs of a write, flattened so that resolving a sample allocates nothing: each group is
@@ -306,12 +312,10 @@ impl Db {
         let live = head.series_count();
         if live + new.len() > o.max_series {
             return Err(WriteError::TooManySeries {
-                limit_name: "max_series",
                 limit: o.max_series,
-                metric: name(first),
-                scope: "all metrics",
-                have: live,
+                live,
                 adding: new.len(),
+                metric: name(first),
             });
         }
         let mut per_metric: std::collections::BTreeMap<String, usize> = Default::default();
@@ -321,11 +325,9 @@ impl Db {
         for (metric, adding) in per_metric {
             let have = head.metric_series(&metric);
             if have + adding > o.max_series_per_metric {
-                return Err(WriteError::TooManySeries {
-                    limit_name: "max_series_per_metric",
+                return Err(WriteError::TooManySeriesForMetric {
                     limit: o.max_series_per_metric,
                     metric,
-                    scope: "this metric",
                     have,
                     adding,
                 });

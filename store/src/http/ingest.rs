@@ -133,7 +133,9 @@ fn write_error(e: WriteError) -> Response {
             influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string(), None)
         }
         // The sender's data is at fault: retrying the same batch cannot succeed.
-        e @ WriteError::TooManySeries { .. } => influx_error(StatusCode::BAD_REQUEST, "invalid", e.to_string(), None),
+        e @ (WriteError::TooManySeries { .. } | WriteError::TooManySeriesForMetric { .. }) => {
+            influx_error(StatusCode::BAD_REQUEST, "invalid", e.to_string(), None)
+        }
     }
 }
 
