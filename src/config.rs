@@ -85,6 +85,9 @@ pub struct Store {
     pub max_body_bytes: Option<usize>,
     pub max_line_bytes: Option<usize>,
     pub max_labels_per_series: Option<usize>,
+    /// Line-protocol lines, and remote-write series, in one request: more get a 413.
+    pub max_lines_per_request: Option<usize>,
+    pub max_series_per_request: Option<usize>,
     /// Live series in the head, and per metric name: batches that would pass them get a 400.
     pub max_series: Option<usize>,
     pub max_series_per_metric: Option<usize>,
@@ -176,11 +179,22 @@ pub struct Alertd {
     pub data_dir: Option<PathBuf>,
     /// Largest request body the alertd API reads; default 4 MiB.
     pub max_body_bytes: Option<usize>,
+    /// Alerts one `POST /api/v2/alerts` may carry; default 10,000.
+    pub max_alerts_per_request: Option<usize>,
+    /// Labels one posted alert may carry; default 64.
+    pub max_labels_per_alert: Option<usize>,
 }
 
 impl Default for Alertd {
     fn default() -> Self {
-        Alertd { enabled: true, config_file: None, data_dir: None, max_body_bytes: None }
+        Alertd {
+            enabled: true,
+            config_file: None,
+            data_dir: None,
+            max_body_bytes: None,
+            max_alerts_per_request: None,
+            max_labels_per_alert: None,
+        }
     }
 }
 
@@ -279,6 +293,8 @@ impl Config {
         l.max_body_bytes = s.max_body_bytes.unwrap_or(l.max_body_bytes);
         l.max_line_bytes = s.max_line_bytes.unwrap_or(l.max_line_bytes);
         l.max_labels_per_series = s.max_labels_per_series.unwrap_or(l.max_labels_per_series);
+        l.max_lines_per_request = s.max_lines_per_request.unwrap_or(l.max_lines_per_request);
+        l.max_series_per_request = s.max_series_per_request.unwrap_or(l.max_series_per_request);
         l.query.max_samples = s.max_query_samples.unwrap_or(l.query.max_samples);
         if let Some(t) = &s.query_timeout {
             l.query.timeout = duration("store.query_timeout", t)?;

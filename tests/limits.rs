@@ -5,6 +5,8 @@
 #[allow(dead_code)]
 mod server;
 
+use argus_model::{Labels, Sample};
+use argus_store::remote_write::{WriteSeries, encode};
 use server::{Server, now_ms};
 use std::io::Write;
 use std::time::Duration;
@@ -55,4 +57,34 @@ fn concurrent_requests_past_the_limit_get_503() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(ok, "the slot was not released");
+}
+
+#[test]
+fn lines_and_series_per_request_answer_413_naming_the_limit() {
+    let srv = Server::with_config("[store]\nmax_lines_per_request = 3\nmax_series_per_request = 2\n");
+    let t = now_ms();
+    let body: String = (0..4).map(|i| format!("many,i={i} v=1 {t}\n")).collect();
+    let r = srv.write_ms(&body);
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        "4 lines exceed the limit of 3 per request (store.max_lines_per_request); nothing stored"
+    );
+    // Blank lines are not lines.
+    let r = srv.write_ms(&format!("\n\nmany,i=0 v=1 {t}\n\nmany,i=1 v=1 {t}\nmany,i=2 v=1 {t}\n\n"));
+    assert_eq!(r.status, 204, "{}", r.body);
+
+    let series: Vec<WriteSeries> = (0..3)
+        .map(|i| WriteSeries {
+            labels: Labels::from_pairs([("__name__", "rw_many"), ("i", &*i.to_string())]),
+            samples: vec![Sample::new(t, 1.0)],
+        })
+        .collect();
+    let r = srv.post("/api/v1/write", &[], encode(&series).unwrap());
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        "3 series exceed the limit of 2 per request (store.max_series_per_request); nothing stored"
+    );
+    assert_eq!(srv.series("rw_many"), vec![]);
 }

@@ -44,6 +44,10 @@ pub struct Limits {
     pub max_line_bytes: usize,
     /// Most labels one series may carry (the name included): 400 naming the series beyond.
     pub max_labels_per_series: usize,
+    /// Most line-protocol lines in one request: 413 beyond.
+    pub max_lines_per_request: usize,
+    /// Most series in one remote-write request: 413 beyond.
+    pub max_series_per_request: usize,
     /// Bytes of request bodies being decoded at once: 429 with Retry-After beyond.
     pub max_inflight_bytes: usize,
     /// Samples one query may hold (422 beyond) and its time limit (503 beyond).
@@ -57,6 +61,8 @@ impl Default for Limits {
             max_decoded_bytes: 256 << 20,
             max_line_bytes: 1 << 20,
             max_labels_per_series: 64,
+            max_lines_per_request: 1_000_000,
+            max_series_per_request: 1_000_000,
             max_inflight_bytes: 256 << 20,
             query: crate::query::QueryLimits::default(),
         }

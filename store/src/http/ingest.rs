@@ -61,6 +61,18 @@ fn store_lines(state: &State, data: &[u8], precision: Precision, db: Option<&str
         let col = at - data[..at].iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1) + 1;
         invalid(vec![LineError { line, column: col, reason: format!("invalid utf-8 at byte {at}") }])
     })?;
+    let max_lines = state.limits.max_lines_per_request;
+    let lines = text.split('\n').filter(|l| !l.trim().is_empty()).count();
+    if lines > max_lines {
+        return Err(influx_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request too large",
+            format!(
+                "{lines} lines exceed the limit of {max_lines} per request (store.max_lines_per_request); nothing stored"
+            ),
+            None,
+        ));
+    }
     let max_line = state.limits.max_line_bytes;
     let long: Vec<LineError> = text
         .split('\n')
@@ -151,6 +163,18 @@ pub async fn remote_write(S(state): S<Arc<State>>, body: Bytes) -> Response {
             let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
             influx_error(status, "invalid", e.to_string(), None)
         })?;
+        let max_series = st.limits.max_series_per_request;
+        if decoded.series.len() > max_series {
+            return Err(influx_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request too large",
+                format!(
+                    "{} series exceed the limit of {max_series} per request (store.max_series_per_request); nothing stored",
+                    decoded.series.len()
+                ),
+                None,
+            ));
+        }
         let max_labels = st.limits.max_labels_per_series;
         let mut series = Vec::with_capacity(decoded.series.len());
         for (i, s) in decoded.series.into_iter().enumerate() {
