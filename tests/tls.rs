@@ -85,3 +85,80 @@ fn anyhow_chain(e: &dyn std::error::Error) -> Vec<String> {
     }
     out
 }
+
+/// Over TLS, the collector `argus serve` runs writes to `https://localhost` trusting `tls_cert`,
+/// with its own token when writes need one.
+#[test]
+fn the_embedded_collector_writes_over_https() {
+    let (ca, cert, key) = ca_and_leaf();
+    let dir = tempfile::tempdir().unwrap();
+    // The chain as usually deployed: the leaf, then the CA that issued it.
+    let (cert_path, key_path) = (dir.path().join("fullchain.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_path, format!("{cert}{ca}")).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("collector/tests/fixtures");
+    let f = f.display();
+    let config = dir.path().join("argus.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[server]
+tls_cert = {cert_path:?}
+tls_key = {key_path:?}
+[auth]
+anonymous = ["read"]
+[[auth.tokens]]
+name = "ops"
+scopes = ["admin"]
+sha256 = "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a"
+[collector]
+interval = "200ms"
+procfs_root = "{f}/node/proc"
+sysfs_root = "{f}/infiniband/sys"
+[collector.labels]
+host = "tls-test"
+[collector.gpu]
+enabled = false
+[collector.disk]
+enabled = false
+[collector.events]
+enabled = false
+"#
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let log = dir.path().join("serve.log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_argus"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let client = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(2))
+        .tls_certs_merge([reqwest::Certificate::from_pem(ca.as_bytes()).unwrap()])
+        .build()
+        .unwrap();
+    let url = format!("https://localhost:{port}/api/v1/query?query=host_load1%7Bhost%3D%22tls-test%22%7D");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut found = false;
+    while !found && std::time::Instant::now() < deadline {
+        if let Ok(r) = client.get(&url).send()
+            && let Ok(v) = r.json::<serde_json::Value>()
+        {
+            found = v["data"]["result"].as_array().is_some_and(|a| a.len() == 1);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(found, "no collected series over https; log:\n{log}");
+}
