@@ -165,6 +165,8 @@ pub fn start(
         config_text,
         started,
         max_body_bytes: a.max_body_bytes.unwrap_or(api::DEFAULT_MAX_BODY_BYTES),
+        max_alerts_per_request: a.max_alerts_per_request.unwrap_or(api::DEFAULT_MAX_ALERTS_PER_REQUEST),
+        max_labels_per_alert: a.max_labels_per_alert.unwrap_or(api::DEFAULT_MAX_LABELS_PER_ALERT),
     };
     tracing::info!(data_dir = %data_dir.display(), "alertd is up: Alertmanager API v2 at /api/v2/alerts");
     Ok(Some(Running { router: api::router(state), intake: Arc::new(shared_for_intake), tasks }))

@@ -1,6 +1,7 @@
 //! `argus.toml`: parsed (serde, unknown fields refused), then validated into options that cannot be
 //! invalid. No file at all gives a working default.
 
+use crate::auth::Scope;
 use anyhow::{Context, Result, anyhow, bail};
 use argus_store::backend::{InfluxSpec, RemoteOptions, RemoteSpec};
 use argus_store::wal::WalSync;
@@ -32,11 +33,39 @@ pub struct Config {
 pub struct Server {
     #[serde(default = "default_listen")]
     pub listen: String,
+    /// PEM certificate chain (leaf first): with `tls_key`, the listener speaks HTTPS only.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// Requests served at once; more get 503 with Retry-After (health checks excepted).
+    #[serde(default = "default_max_concurrent_requests")]
+    pub max_concurrent_requests: usize,
+}
+
+fn default_max_concurrent_requests() -> usize {
+    1024
 }
 
 impl Default for Server {
     fn default() -> Self {
-        Server { listen: default_listen() }
+        Server {
+            listen: default_listen(),
+            tls_cert: None,
+            tls_key: None,
+            max_concurrent_requests: default_max_concurrent_requests(),
+        }
+    }
+}
+
+impl Server {
+    /// The certificate and key files when TLS is on.
+    pub fn tls(&self) -> Result<Option<(&Path, &Path)>> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(c), Some(k)) => Ok(Some((c, k))),
+            (None, None) => Ok(None),
+            (Some(_), None) => bail!("server.tls_cert: set together with server.tls_key"),
+            (None, Some(_)) => bail!("server.tls_key: set together with server.tls_cert"),
+        }
     }
 }
 
@@ -59,6 +88,12 @@ pub struct Store {
     pub max_body_bytes: Option<usize>,
     pub max_line_bytes: Option<usize>,
     pub max_labels_per_series: Option<usize>,
+    /// Line-protocol lines, and remote-write series, in one request: more get a 413.
+    pub max_lines_per_request: Option<usize>,
+    pub max_series_per_request: Option<usize>,
+    /// Live series in the head, and per metric name: batches that would pass them get a 400.
+    pub max_series: Option<usize>,
+    pub max_series_per_metric: Option<usize>,
     pub max_query_samples: Option<usize>,
     /// e.g. "2m": a query running longer is stopped with 503
     pub query_timeout: Option<String>,
@@ -83,12 +118,53 @@ pub enum BackendKind {
     Influxdb2,
 }
 
+/// `[auth]`: who may call the API. docs/auth.md has the endpoint-to-scope map.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Auth {
-    /// Tokens accepted on writes (`Authorization: Token …` or `Bearer …`). Empty: writes are open.
+    /// `[[auth.tokens]]`: accepted as `Authorization: Bearer …`, `Token …` or Basic with the token as
+    /// password.
     #[serde(default)]
-    pub tokens: Vec<String>,
+    pub tokens: Vec<AuthToken>,
+    /// What requests without a token may do. Default: everything on a loopback listener without
+    /// tokens, nothing otherwise (and a server on another address without tokens refuses to start).
+    pub anonymous: Option<Vec<Scope>>,
+}
+
+/// One API token: only its SHA-256 is kept (`argus token new` prints a token and its entry).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthToken {
+    /// Who holds it, for logs and 403 messages.
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    /// Lowercase hex SHA-256 of the token's text.
+    pub sha256: String,
+}
+
+impl Auth {
+    fn validate(&self) -> Result<()> {
+        let mut names = std::collections::HashSet::new();
+        for (i, t) in self.tokens.iter().enumerate() {
+            if t.name.is_empty() {
+                bail!("auth.tokens: entry {} has an empty name", i + 1);
+            }
+            if !names.insert(t.name.as_str()) {
+                bail!("auth.tokens: name {:?} is used twice", t.name);
+            }
+            if t.scopes.is_empty() {
+                bail!("auth.tokens: token {:?} has no scopes (use read, write or admin)", t.name);
+            }
+            if crate::auth::parse_digest(&t.sha256).is_none() {
+                bail!(
+                    "auth.tokens: token {:?}: sha256 must be 64 hex digits (the SHA-256 of the token, as \
+                     `argus token hash` prints it), not the token itself",
+                    t.name
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 // === [alertd] ===
@@ -106,11 +182,22 @@ pub struct Alertd {
     pub data_dir: Option<PathBuf>,
     /// Largest request body the alertd API reads; default 4 MiB.
     pub max_body_bytes: Option<usize>,
+    /// Alerts one `POST /api/v2/alerts` may carry; default 10,000.
+    pub max_alerts_per_request: Option<usize>,
+    /// Labels one posted alert may carry; default 64.
+    pub max_labels_per_alert: Option<usize>,
 }
 
 impl Default for Alertd {
     fn default() -> Self {
-        Alertd { enabled: true, config_file: None, data_dir: None, max_body_bytes: None }
+        Alertd {
+            enabled: true,
+            config_file: None,
+            data_dir: None,
+            max_body_bytes: None,
+            max_alerts_per_request: None,
+            max_labels_per_alert: None,
+        }
     }
 }
 
@@ -145,6 +232,11 @@ impl Config {
             .with_context(|| format!("server.listen {:?} is not an address", self.server.listen))?;
         self.store_options(Path::new("data"))?;
         self.limits()?;
+        self.auth.validate()?;
+        self.server.tls()?;
+        if self.server.max_concurrent_requests == 0 {
+            bail!("server.max_concurrent_requests: must be at least 1");
+        }
         self.remote_backend()?;
         if self.alertd.enabled {
             crate::alertd::load_config(&self.alertd).map_err(|e| anyhow!("alertd.config_file: {e:#}"))?;
@@ -194,6 +286,8 @@ impl Config {
         if let Some(m) = &s.memory_limit {
             o.memory_limit = bytes("store.memory_limit", m)?;
         }
+        o.max_series = s.max_series.unwrap_or(o.max_series);
+        o.max_series_per_metric = s.max_series_per_metric.unwrap_or(o.max_series_per_metric);
         Ok(o)
     }
 
@@ -203,6 +297,8 @@ impl Config {
         l.max_body_bytes = s.max_body_bytes.unwrap_or(l.max_body_bytes);
         l.max_line_bytes = s.max_line_bytes.unwrap_or(l.max_line_bytes);
         l.max_labels_per_series = s.max_labels_per_series.unwrap_or(l.max_labels_per_series);
+        l.max_lines_per_request = s.max_lines_per_request.unwrap_or(l.max_lines_per_request);
+        l.max_series_per_request = s.max_series_per_request.unwrap_or(l.max_series_per_request);
         l.query.max_samples = s.max_query_samples.unwrap_or(l.query.max_samples);
         if let Some(t) = &s.query_timeout {
             l.query.timeout = duration("store.query_timeout", t)?;
@@ -249,7 +345,8 @@ fn locate(text: &str, error: &str) -> (usize, usize) {
         let l = line.trim();
         let at = |s: &str| (n + 1, line.find(s).unwrap_or(0) + 1);
         if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-            current = name.trim();
+            // `[[array.of.tables]]` too.
+            current = name.trim_matches(['[', ']']).trim();
             if current == path {
                 own_header = own_header.or(Some(at("[")));
             }

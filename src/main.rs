@@ -2,11 +2,14 @@
 
 mod alertd;
 mod analyze;
+mod auth;
 mod collect;
 mod config;
 mod eval;
 mod serve;
 mod simulate;
+mod tls;
+mod token;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -35,6 +38,11 @@ enum Cmd {
         #[command(subcommand)]
         cmd: alertd::Cmd,
     },
+    /// API tokens for `[auth]`: `new` prints a fresh one and its entry, `hash` the SHA-256 of one.
+    Token {
+        #[command(subcommand)]
+        cmd: token::Cmd,
+    },
     /// Evaluate the analyzer's detectors and forecasters on labelled data.
     Eval {
         #[command(subcommand)]
@@ -52,6 +60,7 @@ fn main() -> Result<()> {
         Cmd::Alertd { cmd } => alertd::run(cmd),
         Cmd::Eval { cmd } => eval::run(cmd),
         Cmd::Simulate(args) => simulate::run(args),
+        Cmd::Token { cmd } => token::run(cmd),
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {

@@ -1,12 +1,14 @@
 //! `argus serve`: opens the store, serves every API on one listener, runs upkeep, and on SIGTERM or
 //! Ctrl-C stops accepting, flushes the head into blocks and exits 0.
 
+use crate::auth::{self, Auth, Scope};
 use crate::config::{self, Config};
 use anyhow::{Context, Result};
 use argus_store::Db;
 use argus_store::backend::{self, RemoteOptions, StoreBackend};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,11 +52,88 @@ pub fn run(args: Args) -> Result<()> {
         Some(l) => l,
         None => cfg.server.listen.parse().context("server.listen")?,
     };
+    // Both checked before anything is opened: a server that would be open to the network without
+    // saying so does not start.
+    let auth = Auth::resolve(&cfg.auth, listen)?;
+    let tls = match cfg.server.tls()? {
+        Some((cert, key)) => Some(crate::tls::server_config(cert, key)?),
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(serve(cfg, opts, listen, args.no_collector))
+    let max_concurrent = cfg.server.max_concurrent_requests;
+    rt.block_on(serve(cfg, opts, Listen { addr: listen, auth, tls, max_concurrent }, args.no_collector))
 }
 
-async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_collector: bool) -> Result<()> {
+/// The listener's address, access policy, TLS configuration and concurrency limit.
+struct Listen {
+    addr: SocketAddr,
+    auth: Auth,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    max_concurrent: usize,
+}
+
+/// Answers 503 with Retry-After when `server.max_concurrent_requests` are already being served
+/// (health checks excepted), rather than queueing without bound.
+async fn limit_concurrency(
+    axum::extract::State(slots): axum::extract::State<Arc<tokio::sync::Semaphore>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if auth::required(req.method(), req.uri().path()).is_none() {
+        return next.run(req).await;
+    }
+    match slots.clone().try_acquire_owned() {
+        Ok(_permit) => next.run(req).await,
+        Err(_) => {
+            let mut r = auth::api_error(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                req.uri().path(),
+                "unavailable",
+                "too many concurrent requests (server.max_concurrent_requests); retry later".into(),
+            );
+            r.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+            r
+        }
+    }
+}
+
+impl Listen {
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
+    }
+
+    /// Binds, and serves `app` behind the access check until `stop` resolves. Returns the address
+    /// really bound (port 0 picks one) and the server's future.
+    async fn start(
+        self,
+        app: axum::Router,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(SocketAddr, Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>)> {
+        let addr = self.addr;
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
+        let addr = listener.local_addr().unwrap_or(addr);
+        if self.auth.is_open() {
+            tracing::info!(%addr, "No authentication: every endpoint is open on this loopback address");
+        }
+        // The concurrency limit is the outer layer: a flood of unauthenticated requests is shed too.
+        let app = app.layer(axum::middleware::from_fn_with_state(Arc::new(self.auth), auth::guard)).layer(
+            axum::middleware::from_fn_with_state(
+                Arc::new(tokio::sync::Semaphore::new(self.max_concurrent)),
+                limit_concurrency,
+            ),
+        );
+        let server: Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> = match self.tls {
+            Some(tls) => {
+                let listener = crate::tls::TlsListener::new(listener, tls)?;
+                Box::pin(axum::serve(listener, app).with_graceful_shutdown(stop).into_future())
+            }
+            None => Box::pin(axum::serve(listener, app).with_graceful_shutdown(stop).into_future()),
+        };
+        Ok((addr, server))
+    }
+}
+
+async fn serve(cfg: Config, opts: argus_store::Options, mut listen: Listen, no_collector: bool) -> Result<()> {
     if let Some(remote) = cfg.remote_backend()? {
         return serve_remote(remote, listen).await;
     }
@@ -71,7 +150,7 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     let intake = alertd.as_ref().map(|a| a.intake.clone());
     let analyzer = crate::analyze::build(&cfg.analyzer, &data_dir, backend, intake, &mut registry)
         .context("starting the analyzer")?;
-    let state = argus_store::http::State::new(db.clone(), limits, cfg.auth.tokens.clone(), registry);
+    let state = argus_store::http::State::new(db.clone(), limits, registry);
     let app = argus_store::http::router(state);
     let app = match &alertd {
         Some(a) => app.merge(a.router.clone()),
@@ -87,14 +166,24 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
         }
         None => (app, None),
     };
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
-    // With port 0 the system picks one: report the real address.
-    let listen = listener.local_addr().unwrap_or(listen);
+    // The embedded collector writes over loopback with a token that exists only in this process.
+    let collector_token = match no_collector || listen.auth.is_open() || !cfg.collector.sinks.is_empty() {
+        true => None,
+        false => Some(listen.auth.add_internal("embedded-collector", &[Scope::Write])?),
+    };
+    let tls_cert = cfg.server.tls_cert.clone().filter(|_| listen.tls.is_some());
+    let scheme = listen.scheme();
+    let (server_stop, server_stopped) = tokio::sync::oneshot::channel::<()>();
+    let (listen, server) = listen
+        .start(app, async move {
+            let _ = server_stopped.await;
+        })
+        .await?;
     tracing::info!(
         listen = %listen,
         data_dir = %data_dir.display(),
         backend = "embedded",
-        "Argus is up: write to http://{listen}/api/v2/write, query at http://{listen}/api/v1/query, metrics at http://{listen}/metrics"
+        "Argus is up: write to {scheme}://{listen}/api/v2/write, query at {scheme}://{listen}/api/v1/query, metrics at {scheme}://{listen}/metrics"
     );
     // The node collector of this machine, shipping to this server over loopback remote write (so its
     // spool covers the store being busy or restarting) unless [collector] names its own sinks.
@@ -102,7 +191,7 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
     let collector = if no_collector {
         None
     } else {
-        let agent = collector_agent(&cfg, listen, &data_dir)?;
+        let agent = collector_agent(&cfg, listen, &data_dir, collector_token, tls_cert)?;
         Some(tokio::spawn(agent.run(async move {
             let _ = collector_stopped.await;
         })))
@@ -119,14 +208,7 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
             }
         }
     });
-    let (server_stop, server_stopped) = tokio::sync::oneshot::channel::<()>();
-    let mut server = tokio::spawn(
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = server_stopped.await;
-            })
-            .into_future(),
-    );
+    let mut server = tokio::spawn(server);
     let early = tokio::select! {
         _ = shutdown_signal() => None,
         r = &mut server => Some(r),
@@ -163,15 +245,27 @@ async fn serve(cfg: Config, opts: argus_store::Options, listen: SocketAddr, no_c
 }
 
 /// The `[collector]` section as `serve` runs it: without sinks of its own it writes to this server
-/// (loopback when listening on all addresses, with the first write token), and spools under the
-/// store's data directory.
-fn collector_agent(cfg: &Config, listen: SocketAddr, data_dir: &std::path::Path) -> Result<argus_collector::Agent> {
+/// (loopback when listening on all addresses, with `token`), and spools under the store's data
+/// directory. Over TLS it connects to `localhost` and trusts the server's own certificate file, so
+/// that certificate must name localhost (else configure a sink with the server's name).
+fn collector_agent(
+    cfg: &Config,
+    listen: SocketAddr,
+    data_dir: &std::path::Path,
+    token: Option<String>,
+    tls_cert: Option<PathBuf>,
+) -> Result<argus_collector::Agent> {
     let mut c = cfg.collector.clone();
     if c.sinks.is_empty() {
         let ip = if listen.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { listen.ip() };
+        let url = match &tls_cert {
+            Some(_) => format!("https://localhost:{}/api/v1/write", listen.port()),
+            None => format!("http://{}/api/v1/write", SocketAddr::new(ip, listen.port())),
+        };
         c.sinks.push(argus_collector::config::SinkConfig {
-            url: Some(format!("http://{}/api/v1/write", SocketAddr::new(ip, listen.port()))),
-            token: cfg.auth.tokens.first().cloned(),
+            url: Some(url),
+            token,
+            ca_file: tls_cert,
             ..Default::default()
         });
     }
@@ -185,18 +279,18 @@ fn collector_agent(cfg: &Config, listen: SocketAddr, data_dir: &std::path::Path)
 /// With a remote store the embedded engine is not opened (no data directory is created). Until the
 /// collector, analyzer and alertd that write and read through the backend exist, only health and self
 /// metrics are served.
-async fn serve_remote(remote: RemoteOptions, listen: SocketAddr) -> Result<()> {
+async fn serve_remote(remote: RemoteOptions, listen: Listen) -> Result<()> {
     let backend: Arc<dyn StoreBackend> = backend::connect(remote).context("building the store backend")?;
     let app = argus_store::http::health_router(Default::default());
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
-    let listen = listener.local_addr().unwrap_or(listen);
+    let scheme = listen.scheme();
+    let (listen, server) = listen.start(app, shutdown_signal()).await?;
     tracing::info!(
         listen = %listen,
         backend = backend.name(),
         store = %backend.describe(),
-        "Argus is up on a remote store: health at http://{listen}/-/healthy, metrics at http://{listen}/metrics"
+        "Argus is up on a remote store: health at {scheme}://{listen}/-/healthy, metrics at {scheme}://{listen}/metrics"
     );
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    server.await?;
     tracing::info!("Stopped cleanly");
     Ok(())
 }

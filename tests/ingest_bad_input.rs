@@ -364,9 +364,16 @@ fn samples_older_than_retention_are_dropped_and_counted() {
     srv.assert_healthy_and_writable(&[]);
 }
 
+/// `[auth]` with the SHA-256 of two write tokens, "s3cret" and "second"; reads stay anonymous.
+const TWO_WRITE_TOKENS: &str = "[auth]\nanonymous = [\"read\"]\n\
+[[auth.tokens]]\nname = \"one\"\nscopes = [\"write\"]\n\
+sha256 = \"1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0\"\n\
+[[auth.tokens]]\nname = \"two\"\nscopes = [\"write\"]\n\
+sha256 = \"16367aacb67a4a017c8da8ab95682ccb390863780f7114dda0a0e0c55644c7c4\"\n";
+
 #[test]
 fn writes_need_a_configured_token() {
-    let srv = Server::with_config("[auth]\ntokens = [\"s3cret\", \"second\"]\n");
+    let srv = Server::with_config(TWO_WRITE_TOKENS);
     let t = now_ms() - 60_000;
     let rw = encode(&[WriteSeries {
         labels: Labels::from_pairs([("__name__", "auth_rw")]),
@@ -374,29 +381,33 @@ fn writes_need_a_configured_token() {
     }])
     .expect("encode");
     let lp = format!("auth value=1 {t}").into_bytes();
-    let missing = "missing Authorization header";
-    let empty = Vec::new();
-    // Each refused with 401: (path, Authorization header, body, substring of the message).
+    let missing = "needs a token with the write scope";
+    let unreadable = "unreadable Authorization header";
+    // Each refused with 401 in InfluxDB's shape: (path, Authorization header, body, substring of the message).
     let cases: Vec<(&str, Option<&str>, &Vec<u8>, &str)> = vec![
         (V2, None, &lp, missing),
         (V2, Some("Token wrong"), &lp, "invalid token"),
         (V2, Some("Bearer s3cre"), &lp, "invalid token"),
-        (V2, Some("Basic czNjcmV0"), &lp, missing),
-        (V2, Some("s3cret"), &lp, missing),
+        // Basic with "s3cret" as the whole credential, no user:password pair.
+        (V2, Some("Basic czNjcmV0"), &lp, unreadable),
+        (V2, Some("s3cret"), &lp, unreadable),
         ("/write?db=x&precision=ms", None, &lp, missing),
         ("/write?db=x&precision=ms", Some("Token nope"), &lp, "invalid token"),
         ("/api/v1/write", None, &rw, missing),
         ("/api/v1/write", Some("Bearer nope"), &rw, "invalid token"),
-        ("/internal/force_flush", None, &empty, missing),
     ];
     for (path, auth, body, message) in cases {
         let headers: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
         let r = srv.post(path, &headers, body.clone());
         assert_eq!(r.status, 401, "{path} {auth:?}: {}", r.body);
+        assert!(r.header("www-authenticate").is_some_and(|h| h.starts_with("Bearer")), "{path}: {:?}", r.headers);
         let j = r.json();
         assert_eq!(j["code"], "unauthorized", "{path} {auth:?}: {j}");
         assert!(j["message"].as_str().unwrap_or_default().contains(message), "{path} {auth:?}: {j}");
     }
+    // Flushing is an admin's: a write token is known but not enough.
+    let r = srv.post("/internal/force_flush", &[("Authorization", "Bearer s3cret")], "");
+    assert_eq!((r.status, r.body.as_str()), (403, "token \"one\" lacks the admin scope\n"));
     assert_eq!(srv.series("auth_value"), vec![]);
     assert_eq!(srv.series("auth_rw"), vec![]);
 
@@ -404,6 +415,8 @@ fn writes_need_a_configured_token() {
     let accepted: Vec<(&str, &str, &Vec<u8>)> = vec![
         (V2, "Token s3cret", &lp),
         (V2, "Bearer second", &lp),
+        // Basic as Grafana and Prometheus send it: "user:s3cret".
+        (V2, "Basic dXNlcjpzM2NyZXQ=", &lp),
         ("/write?db=x&precision=ms", "Token second", &lp),
         ("/api/v1/write", "Bearer s3cret", &rw),
     ];

@@ -410,7 +410,11 @@ fn prometheus_answers_as_embedded() {
 
 #[test]
 fn our_server_answers_as_embedded_and_checks_the_token() {
-    let srv = Server::with_config("[auth]\ntokens = [\"tok\"]\n");
+    // The SHA-256 of "tok", for reading and writing.
+    let srv = Server::with_config(
+        "[[auth.tokens]]\nname = \"backend\"\nscopes = [\"read\", \"write\"]\n\
+         sha256 = \"1a7674eb4ee78df7e1ac439a93c3fa8e3c945784d4dec9fd8e3011738b2f1d62\"\n",
+    );
     let rt = runtime();
     let t0 = t0();
     let want = embedded_answers(&rt, t0);
@@ -436,7 +440,7 @@ fn influxdb2_writes_read_back_through_promql() {
     let t0 = t0();
     let want = embedded_answers(&rt, t0);
 
-    let srv = Server::with_config("[auth]\ntokens = [\"influx-token\"]\n");
+    let srv = Server::with_config(INFLUX_TOKEN_CONFIG);
     let influx = influx_backend(&rt, srv.base(), "influx-token");
     rt.block_on(influx.write(gpu_series(t0))).expect("influxdb2 write to argus");
     let reader = prometheus_backend(&rt, remote(Flavour::Prometheus, srv.base(), WriteProtocol::RemoteWrite));
@@ -449,6 +453,10 @@ fn influxdb2_writes_read_back_through_promql() {
     let reader = prometheus_backend(&rt, remote(Flavour::VictoriaMetrics, &vm.base, WriteProtocol::RemoteWrite));
     assert_answers(&rt, reader.as_ref(), t0, &want);
 }
+
+/// Accepts "influx-token" (by its SHA-256) for writes; reads are anonymous.
+const INFLUX_TOKEN_CONFIG: &str = "[auth]\nanonymous = [\"read\"]\n[[auth.tokens]]\nname = \"influx\"\n\
+    scopes = [\"write\"]\nsha256 = \"230d23d9465e8a66f581437b4fb4ba44bcbe4e1b66fd8d1c5bbaeb664e255c9d\"\n";
 
 /// One Flux request: its `Authorization` header, its query string and its JSON body.
 type FluxRequest = (Option<String>, Option<String>, serde_json::Value);

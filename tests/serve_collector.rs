@@ -10,6 +10,11 @@ fn free_port() -> u16 {
 
 /// Starts `argus serve` with the fixture-tree collector config, returns it and its base URL.
 fn serve(dir: &std::path::Path, extra: &[&str]) -> (std::process::Child, String) {
+    serve_with(dir, extra, "")
+}
+
+/// `serve` with more of argus.toml after the collector's sections.
+fn serve_with(dir: &std::path::Path, extra: &[&str], more_toml: &str) -> (std::process::Child, String) {
     let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("collector/tests/fixtures");
     let f = f.display();
     let config = dir.join("argus.toml");
@@ -31,6 +36,7 @@ kernel_log = ""
 enabled = false
 [collector.events]
 enabled = false
+{more_toml}
 "#
         ),
     )
@@ -64,8 +70,21 @@ fn terminate(mut child: std::process::Child) -> std::process::ExitStatus {
 
 #[test]
 fn serve_collects_its_own_machine_into_the_store() {
+    collects_into_the_store("");
+}
+
+/// With tokens configured writes need one: the embedded collector gets its own, made at start.
+#[test]
+fn serve_collects_its_own_machine_with_auth_on() {
+    collects_into_the_store(
+        "[auth]\nanonymous = [\"read\"]\n[[auth.tokens]]\nname = \"other\"\nscopes = [\"admin\"]\n\
+         sha256 = \"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\"\n",
+    );
+}
+
+fn collects_into_the_store(more_toml: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let (child, base) = serve(dir.path(), &[]);
+    let (child, base) = serve_with(dir.path(), &[], more_toml);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut found = None;
     while Instant::now() < deadline {

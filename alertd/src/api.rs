@@ -21,6 +21,11 @@ use std::sync::Arc;
 
 /// The largest request body accepted by default.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
+/// Alerts one `POST /api/v2/alerts` may carry by default (Prometheus sends at most 64 per batch by
+/// default; vmalert and storms replayed in bulk send more).
+pub const DEFAULT_MAX_ALERTS_PER_REQUEST: usize = 10_000;
+/// Labels one alert may carry by default, the same as a series in the store.
+pub const DEFAULT_MAX_LABELS_PER_ALERT: usize = 64;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -32,6 +37,8 @@ pub struct State {
     pub config_text: String,
     pub started: Timestamp,
     pub max_body_bytes: usize,
+    pub max_alerts_per_request: usize,
+    pub max_labels_per_alert: usize,
 }
 
 /// The routes of alertd's API.
@@ -61,6 +68,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("request body larger than {0} bytes")]
     TooLarge(usize),
+    /// A request past a count limit (alerts per request): 413, naming the limit.
+    #[error("{0}")]
+    OverLimit(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -70,7 +80,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooLarge(_) | ApiError::OverLimit(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

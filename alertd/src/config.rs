@@ -24,6 +24,9 @@ use std::time::Duration;
 /// A validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// `global.http_config.tls_config.ca_file`: certificate authorities every HTTP receiver trusts
+    /// besides the system's (a private CA in front of an internal webhook).
+    pub ca_file: Option<std::path::PathBuf>,
     pub resolve_timeout: Duration,
     pub route: Route,
     pub inhibit_rules: Vec<InhibitRule>,

@@ -127,7 +127,19 @@ impl RetryPolicy {
 /// Every configured integration by its notification-log name: the one place where each receiver
 /// kind is built.
 pub fn build(cfg: &Config) -> Result<Integrations, DeliverError> {
-    let client = reqwest::Client::builder().build().map_err(|e| DeliverError::Request(e.to_string()))?;
+    let mut client = reqwest::Client::builder();
+    if let Some(path) = &cfg.ca_file {
+        let bad = |e: &dyn std::fmt::Display| {
+            DeliverError::Request(format!("global.http_config.tls_config.ca_file {}: {e}", path.display()))
+        };
+        let pem = std::fs::read(path).map_err(|e| bad(&e))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))?;
+        if certs.is_empty() {
+            return Err(bad(&"no PEM certificate in it"));
+        }
+        client = client.tls_certs_merge(certs);
+    }
+    let client = client.build().map_err(|e| DeliverError::Request(e.to_string()))?;
     let target = |url: &Secret, timeout| HttpTarget { client: client.clone(), url: url.clone(), timeout };
     let mut out = Integrations::new();
     for r in cfg.receivers.values() {

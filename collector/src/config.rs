@@ -201,6 +201,8 @@ pub struct SinkConfig {
     pub events_url: Option<String>,
     /// Sent as `Authorization: Bearer …`.
     pub token: Option<String>,
+    /// PEM file of extra certificate authorities to trust for an `https` URL (e.g. a private CA).
+    pub ca_file: Option<PathBuf>,
     /// A request is sent once this many samples wait (default 10000) …
     pub max_samples: Option<usize>,
     /// … or when the oldest has waited this long (default "5s").

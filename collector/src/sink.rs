@@ -66,11 +66,17 @@ impl Sink {
         let (spool, lost) =
             Spool::open(&data_dir.join("spool").join(&cfg.name), cfg.spool_max_bytes, cfg.spool_segment_bytes)?;
         metrics.dropped(&cfg.name, "spool_corrupt", lost);
-        let client = reqwest::Client::builder()
-            .timeout(cfg.timeout)
-            .no_proxy()
-            .build()
-            .map_err(|e| SinkError::Client(e.to_string()))?;
+        let mut client = reqwest::Client::builder().timeout(cfg.timeout).no_proxy();
+        if let Some(path) = &cfg.ca_file {
+            let bad = |e: &dyn std::fmt::Display| SinkError::Client(format!("ca_file {}: {e}", path.display()));
+            let pem = std::fs::read(path).map_err(|e| bad(&e))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))?;
+            if certs.is_empty() {
+                return Err(bad(&"no PEM certificate in it"));
+            }
+            client = client.tls_certs_merge(certs);
+        }
+        let client = client.build().map_err(|e| SinkError::Client(e.to_string()))?;
         let label = SinkLabel { sink: cfg.name.clone() };
         metrics.spool_bytes.get_or_create(&label).set(spool.bytes() as i64);
         let retry_at = (!spool.is_empty()).then(Instant::now);

@@ -201,6 +201,11 @@ impl Head {
         self.live
     }
 
+    /// Live series of the metric `name`.
+    pub fn metric_series(&self, name: &str) -> usize {
+        self.postings.count(argus_model::METRIC_NAME, name)
+    }
+
     /// One past the highest reference ever given out.
     pub fn slots(&self) -> u32 {
         self.series.len() as u32

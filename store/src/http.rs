@@ -44,6 +44,10 @@ pub struct Limits {
     pub max_line_bytes: usize,
     /// Most labels one series may carry (the name included): 400 naming the series beyond.
     pub max_labels_per_series: usize,
+    /// Most line-protocol lines in one request: 413 beyond.
+    pub max_lines_per_request: usize,
+    /// Most series in one remote-write request: 413 beyond.
+    pub max_series_per_request: usize,
     /// Bytes of request bodies being decoded at once: 429 with Retry-After beyond.
     pub max_inflight_bytes: usize,
     /// Samples one query may hold (422 beyond) and its time limit (503 beyond).
@@ -57,6 +61,8 @@ impl Default for Limits {
             max_decoded_bytes: 256 << 20,
             max_line_bytes: 1 << 20,
             max_labels_per_series: 64,
+            max_lines_per_request: 1_000_000,
+            max_series_per_request: 1_000_000,
             max_inflight_bytes: 256 << 20,
             query: crate::query::QueryLimits::default(),
         }
@@ -66,19 +72,17 @@ impl Default for Limits {
 pub struct State {
     pub db: Arc<Db>,
     pub limits: Limits,
-    /// Accepted write tokens; empty means writes are open.
-    pub tokens: Vec<String>,
     pub registry: Registry,
     inflight: AtomicUsize,
 }
 
 impl State {
-    pub fn new(db: Arc<Db>, limits: Limits, tokens: Vec<String>, mut registry: Registry) -> Arc<State> {
+    pub fn new(db: Arc<Db>, limits: Limits, mut registry: Registry) -> Arc<State> {
         db.metrics().register(&mut registry);
         // Bodies being decoded count against the same memory as the head: at most an eighth of it.
         let mut limits = limits;
         limits.max_inflight_bytes = limits.max_inflight_bytes.min((db.options().memory_limit / 8) as usize);
-        Arc::new(State { db, limits, tokens, registry, inflight: AtomicUsize::new(0) })
+        Arc::new(State { db, limits, registry, inflight: AtomicUsize::new(0) })
     }
 }
 

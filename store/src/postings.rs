@@ -30,6 +30,11 @@ impl Postings {
         self.count = self.count.max(id + 1);
     }
 
+    /// How many series carry `name="value"`.
+    pub fn count(&self, name: &str, value: &str) -> usize {
+        self.by_label.get(name).and_then(|v| v.get(value)).map_or(0, Vec::len)
+    }
+
     /// Removes every id in `gone` from every list, dropping lists and names left empty.
     pub fn remove(&mut self, gone: &std::collections::HashSet<u32>) {
         self.by_label.retain(|_, values| {

@@ -36,6 +36,9 @@ pub struct Server {
     extra_args: Vec<String>,
     starts: usize,
     http: Client,
+    /// For a server on HTTPS: the CA its certificate chains to (the base URL is then
+    /// `https://localhost:PORT`).
+    tls_ca: Option<reqwest::Certificate>,
 }
 
 /// An answer: status, headers and the body as text.
@@ -64,13 +67,31 @@ impl Server {
 
     /// A server with an optional config file and extra `serve` arguments (e.g. `--retention 1h`).
     pub fn start_with(toml: Option<&str>, extra_args: &[&str]) -> Server {
+        Server::start_inner(toml, extra_args, None)
+    }
+
+    /// A server whose `toml` turns on TLS with a certificate issued by the CA in `ca_pem`, for
+    /// `localhost`; the harness's client trusts that CA.
+    pub fn start_tls(toml: &str, ca_pem: &str) -> Server {
+        let ca = reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("CA PEM");
+        Server::start_inner(Some(toml), &[], Some(ca))
+    }
+
+    fn client(&self, timeout: Duration) -> Client {
+        let mut b = Client::builder().no_proxy().timeout(timeout);
+        if let Some(ca) = &self.tls_ca {
+            b = b.tls_certs_merge([ca.clone()]);
+        }
+        b.build().expect("http client")
+    }
+
+    fn start_inner(toml: Option<&str>, extra_args: &[&str], tls_ca: Option<reqwest::Certificate>) -> Server {
         let scratch = tempfile::tempdir().expect("scratch dir");
         let config = toml.map(|t| {
             let p = scratch.path().join("argus.toml");
             std::fs::write(&p, t).expect("write config");
             p
         });
-        let http = Client::builder().no_proxy().timeout(Duration::from_secs(300)).build().expect("http client");
         let mut s = Server {
             child: None,
             base: String::new(),
@@ -79,8 +100,10 @@ impl Server {
             config,
             extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
             starts: 0,
-            http,
+            http: Client::new(),
+            tls_ca,
         };
+        s.http = s.client(Duration::from_secs(300));
         s.spawn();
         s
     }
@@ -118,7 +141,10 @@ impl Server {
             .stdout(log.try_clone().expect("log file"))
             .stderr(log);
         self.child = Some(cmd.spawn().expect("spawn argus"));
-        self.base = format!("http://127.0.0.1:{port}");
+        self.base = match self.tls_ca {
+            Some(_) => format!("https://localhost:{port}"),
+            None => format!("http://127.0.0.1:{port}"),
+        };
         self.wait_healthy()
     }
 
@@ -139,7 +165,7 @@ impl Server {
 
     fn wait_healthy(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
-        let probe = Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().expect("probe client");
+        let probe = self.client(Duration::from_secs(2));
         while Instant::now() < deadline {
             let child = self.child.as_mut().expect("child");
             if let Some(status) = child.try_wait().expect("try_wait") {
@@ -157,7 +183,7 @@ impl Server {
         Err(format!("not healthy after {START_TIMEOUT:?}\n{}", self.log()))
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (or `https://localhost:PORT`)
     pub fn base(&self) -> &str {
         &self.base
     }
@@ -217,6 +243,15 @@ impl Server {
 
     pub fn get(&self, path_and_query: &str) -> Reply {
         Reply::from(self.http.get(self.url(path_and_query)).send().expect("GET"))
+    }
+
+    /// A GET with extra headers (e.g. `Authorization`).
+    pub fn get_with(&self, path_and_query: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut req = self.http.get(self.url(path_and_query));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        Reply::from(req.send().expect("GET"))
     }
 
     pub fn post(&self, path_and_query: &str, headers: &[(&str, &str)], body: impl Into<Body>) -> Reply {

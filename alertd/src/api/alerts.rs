@@ -170,10 +170,24 @@ pub async fn post_alerts(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
     let items: Vec<serde_json::Value> = serde_json::from_slice(&body)
         .map_err(|e| ApiError::BadRequest(format!("body is not a JSON array of alerts: {e}")))?;
+    if items.len() > s.max_alerts_per_request {
+        return Err(ApiError::OverLimit(format!(
+            "{} alerts exceed the limit of {} per request (alertd.max_alerts_per_request); send them in smaller batches",
+            items.len(),
+            s.max_alerts_per_request
+        )));
+    }
     let mut posted = Vec::with_capacity(items.len());
     for (i, v) in items.into_iter().enumerate() {
         let a: PostableAlert =
             serde_json::from_value(v).map_err(|e| ApiError::BadRequest(format!("alert {i}: {e}")))?;
+        if a.labels.len() > s.max_labels_per_alert {
+            return Err(ApiError::BadRequest(format!(
+                "alert {i}: {} labels exceed the limit of {} per alert (alertd.max_labels_per_alert)",
+                a.labels.len(),
+                s.max_labels_per_alert
+            )));
+        }
         posted.push(a);
     }
     let now = s.engine.now();

@@ -43,6 +43,10 @@ struct Api {
 }
 
 fn api(config: &str, max_body_bytes: usize) -> Api {
+    api_with_limits(config, max_body_bytes, DEFAULT_MAX_ALERTS_PER_REQUEST, DEFAULT_MAX_LABELS_PER_ALERT)
+}
+
+fn api_with_limits(config: &str, max_body_bytes: usize, max_alerts: usize, max_labels: usize) -> Api {
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(dir.path()).unwrap());
     let silences = Arc::new(DbSilences::load(db.clone()).unwrap());
@@ -57,6 +61,8 @@ fn api(config: &str, max_body_bytes: usize) -> Api {
         config_text: config.to_string(),
         started: T0,
         max_body_bytes,
+        max_alerts_per_request: max_alerts,
+        max_labels_per_alert: max_labels,
     };
     Api { app: router(state.clone()), state, _dir: dir }
 }
@@ -96,6 +102,30 @@ fn brief(v: &Value) -> Vec<String> {
             format!("{}@{}:{}", a["labels"]["alertname"], a["labels"]["host"], a["status"]["state"]).replace('"', "")
         })
         .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn alert_count_and_label_limits_name_the_limit() {
+    let a = api_with_limits(CONFIG, DEFAULT_MAX_BODY_BYTES, 2, 3);
+    let alert = |host: &str| json!({"labels": {"alertname": "A", "host": host}});
+    let (status, body) = a.post("/api/v2/alerts", json!([alert("h1"), alert("h2"), alert("h3")])).await;
+    assert_eq!(
+        (status, body),
+        (
+            413,
+            json!(
+                "3 alerts exceed the limit of 2 per request (alertd.max_alerts_per_request); send them in smaller batches"
+            )
+        )
+    );
+    let wide = json!({"labels": {"alertname": "A", "host": "h1", "a": "1", "b": "2"}});
+    let (status, body) = a.post("/api/v2/alerts", json!([alert("h1"), wide])).await;
+    assert_eq!(
+        (status, body),
+        (400, json!("alert 1: 4 labels exceed the limit of 3 per alert (alertd.max_labels_per_alert)"))
+    );
+    assert_eq!(a.get("/api/v2/alerts").await, json!([]), "nothing of a refused request is taken in");
+    assert_eq!(a.post("/api/v2/alerts", json!([alert("h1"), alert("h2")])).await.0, 200);
 }
 
 #[tokio::test(start_paused = true)]

@@ -34,7 +34,7 @@ pub struct File {
 #[serde(deny_unknown_fields)]
 pub struct Global {
     pub resolve_timeout: Option<String>,
-    pub http_config: Unsupported,
+    pub http_config: Option<HttpConfig>,
     pub smtp_from: Unsupported,
     pub smtp_hello: Unsupported,
     pub smtp_smarthost: Unsupported,
@@ -147,6 +147,40 @@ pub struct ReceiverArgus {
 pub struct RateLimit {
     pub max: u32,
     pub per: String,
+}
+
+/// Alertmanager's `http_config` (`global:` only): the TLS trust of every HTTP receiver.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    pub tls_config: Option<TlsConfig>,
+    pub authorization: Unsupported,
+    pub basic_auth: Unsupported,
+    pub bearer_token: Unsupported,
+    pub bearer_token_file: Unsupported,
+    pub oauth2: Unsupported,
+    pub proxy_url: Unsupported,
+    pub no_proxy: Unsupported,
+    pub proxy_from_environment: Unsupported,
+    pub proxy_connect_header: Unsupported,
+    pub follow_redirects: Unsupported,
+    pub enable_http2: Unsupported,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate authorities trusted besides the system's.
+    pub ca_file: Option<String>,
+    pub ca: Unsupported,
+    pub cert: Unsupported,
+    pub cert_file: Unsupported,
+    pub key: Unsupported,
+    pub key_file: Unsupported,
+    pub server_name: Unsupported,
+    pub insecure_skip_verify: Unsupported,
+    pub min_version: Unsupported,
+    pub max_version: Unsupported,
 }
 
 /// Alertmanager's `slack_configs`, without the Go-template fields.

@@ -104,7 +104,6 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         &c,
         "global.",
         &[
-            ("http_config", g.http_config.is_some()),
             ("smtp_from", g.smtp_from.is_some()),
             ("smtp_hello", g.smtp_hello.is_some()),
             ("smtp_smarthost", g.smtp_smarthost.is_some()),
@@ -330,6 +329,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
     };
 
     Ok(Config {
+        ca_file: ca_file(&c, g.http_config.as_ref())?,
         resolve_timeout,
         route,
         inhibit_rules,
@@ -340,6 +340,51 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         correlation,
         rules,
     })
+}
+
+/// `global.http_config.tls_config.ca_file`, relative to the configuration file's directory.
+fn ca_file(c: &Ctx, h: Option<&raw::HttpConfig>) -> Result<Option<PathBuf>, ConfigError> {
+    let Some(h) = h else { return Ok(None) };
+    unsupported(
+        c,
+        "global.http_config.",
+        &[
+            ("authorization", h.authorization.is_some()),
+            ("basic_auth", h.basic_auth.is_some()),
+            ("bearer_token", h.bearer_token.is_some()),
+            ("bearer_token_file", h.bearer_token_file.is_some()),
+            ("oauth2", h.oauth2.is_some()),
+            ("proxy_url", h.proxy_url.is_some()),
+            ("no_proxy", h.no_proxy.is_some()),
+            ("proxy_from_environment", h.proxy_from_environment.is_some()),
+            ("proxy_connect_header", h.proxy_connect_header.is_some()),
+            ("follow_redirects", h.follow_redirects.is_some()),
+            ("enable_http2", h.enable_http2.is_some()),
+        ],
+    )?;
+    let Some(t) = &h.tls_config else { return Ok(None) };
+    unsupported(
+        c,
+        "global.http_config.tls_config.",
+        &[
+            ("ca", t.ca.is_some()),
+            ("cert", t.cert.is_some()),
+            ("cert_file", t.cert_file.is_some()),
+            ("key", t.key.is_some()),
+            ("key_file", t.key_file.is_some()),
+            ("server_name", t.server_name.is_some()),
+            ("insecure_skip_verify", t.insecure_skip_verify.is_some()),
+            ("min_version", t.min_version.is_some()),
+            ("max_version", t.max_version.is_some()),
+        ],
+    )?;
+    Ok(t.ca_file.as_ref().map(|f| {
+        let f = PathBuf::from(f);
+        match std::path::Path::new(c.file).parent() {
+            Some(dir) if f.is_relative() => dir.join(f),
+            _ => f,
+        }
+    }))
 }
 
 fn correlation(c: &Ctx, k: &raw::Correlation) -> Result<CorrelationConfig, ConfigError> {

@@ -61,7 +61,18 @@ fn classify(e: reqwest::Error) -> DeliverError {
     let timeout = e.is_timeout();
     let connect = e.is_connect();
     let e = e.without_url();
-    let text = std::error::Error::source(&e).map(|s| s.to_string()).unwrap_or_else(|| e.to_string());
+    // The whole chain of causes: a TLS failure is only named at the bottom ("client error (Connect)",
+    // then "invalid peer certificate: UnknownIssuer").
+    let mut causes = Vec::new();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if causes.last() != Some(&text) {
+            causes.push(text);
+        }
+        cause = c.source();
+    }
+    let text = if causes.is_empty() { e.to_string() } else { causes.join(": ") };
     if timeout {
         DeliverError::Timeout
     } else if connect {

@@ -40,7 +40,11 @@ impl StoreBackend for Embedded {
             let pairs: Vec<_> = series.into_iter().map(|s| (s.labels, s.samples)).collect();
             blocking(move || match db.write_series(&pairs) {
                 Ok(_) => Ok(()),
-                Err(e @ WriteError::Invalid(_)) => Err(BackendError::InvalidWrite(e.to_string())),
+                Err(
+                    e @ (WriteError::Invalid(_)
+                    | WriteError::TooManySeries { .. }
+                    | WriteError::TooManySeriesForMetric { .. }),
+                ) => Err(BackendError::InvalidWrite(e.to_string())),
                 Err(WriteError::OverBudget { .. }) => Err(BackendError::Overloaded),
                 Err(e) => Err(BackendError::Storage(e.to_string())),
             })

@@ -32,6 +32,18 @@ pub enum WriteError {
          {budget} in use by series and samples; nothing stored, retry later"
     )]
     OverBudget { new_series: usize, needed: usize, in_use: usize, budget: usize },
+    /// Creating the batch's new series would pass `max_series`; nothing of it was stored.
+    #[error(
+        "series limit max_series = {limit} reached: {live} live series and this batch adds {adding} (metric \
+         {metric:?} among them); nothing stored"
+    )]
+    TooManySeries { limit: usize, live: usize, adding: usize, metric: String },
+    /// Creating the batch's new series would pass `max_series_per_metric`; nothing of it was stored.
+    #[error(
+        "series limit max_series_per_metric = {limit} reached: metric {metric:?} has {have} live series and this \
+         batch adds {adding}; nothing stored"
+    )]
+    TooManySeriesForMetric { limit: usize, metric: String, have: usize, adding: usize },
 }
 
 /// The label pairs of a write, flattened so that resolving a sample allocates nothing: each group is
@@ -245,6 +257,10 @@ impl Db {
             // Twice: once in the head, once more in the index of the block its flush cuts.
             let needed = new.iter().map(|&i| crate::head::pairs_bytes(keys.pairs(&pending[i]))).sum::<usize>() * 2
                 + pending.len() * crate::head::SAMPLE_BYTES;
+            if let Err(e) = self.check_series_limits(&head, keys, &pending, &new) {
+                self.shared.metrics.rejected("cardinality");
+                return Err(e);
+            }
             if !new.is_empty() && self.shared.over_budget(&head, index, needed) {
                 self.shared.metrics.rejected("memory");
                 return Err(WriteError::OverBudget {
@@ -276,6 +292,48 @@ impl Db {
             Ok(Err(e)) => Err(WriteError::Storage(e)),
             Err(_) => Err(WriteError::Db(DbError::Closed)),
         }
+    }
+}
+
+impl Db {
+    /// `max_series` and `max_series_per_metric` against the series `new` would create.
+    fn check_series_limits(
+        &self,
+        head: &crate::head::Head,
+        keys: &Keys<'_>,
+        pending: &[Pending],
+        new: &[usize],
+    ) -> Result<(), WriteError> {
+        let o = &self.shared.opts;
+        let name = |i: usize| {
+            keys.pairs(&pending[i]).find(|(k, _)| *k == METRIC_NAME).map_or(String::new(), |(_, v)| v.to_string())
+        };
+        let Some(&first) = new.first() else { return Ok(()) };
+        let live = head.series_count();
+        if live + new.len() > o.max_series {
+            return Err(WriteError::TooManySeries {
+                limit: o.max_series,
+                live,
+                adding: new.len(),
+                metric: name(first),
+            });
+        }
+        let mut per_metric: std::collections::BTreeMap<String, usize> = Default::default();
+        for &i in new {
+            *per_metric.entry(name(i)).or_default() += 1;
+        }
+        for (metric, adding) in per_metric {
+            let have = head.metric_series(&metric);
+            if have + adding > o.max_series_per_metric {
+                return Err(WriteError::TooManySeriesForMetric {
+                    limit: o.max_series_per_metric,
+                    metric,
+                    have,
+                    adding,
+                });
+            }
+        }
+        Ok(())
     }
 }
 

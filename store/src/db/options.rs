@@ -27,7 +27,19 @@ pub struct Options {
     pub head_budget_ratio: f64,
     pub series_budget_ratio: f64,
     pub encoding: Encoding,
+    /// Most live series in the head: a batch that would create more is refused (400) naming a metric
+    /// it adds to. A guard against label explosions that the memory budget alone would only catch
+    /// once memory is full.
+    pub max_series: usize,
+    /// Most live series of one metric name: a batch that would pass it is refused (400) naming the
+    /// metric, the usual sign of an unbounded label (a request id, a timestamp) on one metric.
+    pub max_series_per_metric: usize,
 }
+
+/// Twice the active series of the fleet one server is designed for (docs/limits.md).
+pub const DEFAULT_MAX_SERIES: usize = 4_000_000;
+/// A per-GPU metric over 25,000 8-GPU nodes stays well under it.
+pub const DEFAULT_MAX_SERIES_PER_METRIC: usize = 500_000;
 
 impl Options {
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
@@ -43,6 +55,8 @@ impl Options {
             head_budget_ratio: 0.4,
             series_budget_ratio: 0.5,
             encoding: DEFAULT_ENCODING,
+            max_series: DEFAULT_MAX_SERIES,
+            max_series_per_metric: DEFAULT_MAX_SERIES_PER_METRIC,
         }
     }
 

@@ -183,3 +183,35 @@ fn large_reads_split_among_threads_merge_every_source_in_label_order() {
         .unwrap_err();
     assert!(matches!(e, DbError::Closed));
 }
+
+#[test]
+fn series_limits_refuse_the_batch_naming_the_metric() {
+    let d = tempfile::tempdir().unwrap();
+    let mut o = opts(d.path());
+    o.max_series = 6;
+    o.max_series_per_metric = 3;
+    let db = Db::open(o).unwrap();
+    let now = now_ms();
+    write(&db, &format!("req,id=1 v=1 {now}\nreq,id=2 v=1 {now}\ngpu,dev=0 util=1 {now}")).unwrap();
+    // Two more series of req_v make four: over the per-metric limit; the gpu line goes too.
+    let e = write(&db, &format!("gpu,dev=1 util=1 {now}\nreq,id=3 v=1 {now}\nreq,id=4 v=1 {now}")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "series limit max_series_per_metric = 3 reached: metric \"req_v\" has 2 live series and this batch adds 2; \
+         nothing stored"
+    );
+    assert_eq!(values(&db, "gpu_util").len(), 1, "nothing of the refused batch is stored");
+    // Samples of existing series always pass; the third series of req_v is still allowed.
+    write(&db, &format!("req,id=1 v=2 {}\nreq,id=3 v=1 {now}", now + 1)).unwrap();
+    let e = write(&db, &format!("gpu,dev=1 util=1 {now}\ngpu,dev=2 util=1 {now}\nfan rpm=1 {now}")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "series limit max_series = 6 reached: 4 live series and this batch adds 3 (metric \"gpu_util\" among them); \
+         nothing stored"
+    );
+    let mut registry = prometheus_client::registry::Registry::default();
+    db.metrics().register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(text.contains("argus_store_batches_rejected_total{reason=\"cardinality\"} 2"), "{text}");
+}

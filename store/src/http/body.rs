@@ -92,39 +92,3 @@ pub fn decode(headers: &HeaderMap, body: &[u8], max: usize) -> Result<Vec<u8>, R
         )),
     }
 }
-
-/// Checks `Authorization: Token …` or `Bearer …` when tokens are configured.
-pub fn authorize(state: &State, headers: &HeaderMap) -> Result<(), Response> {
-    if state.tokens.is_empty() {
-        return Ok(());
-    }
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Token ").or_else(|| v.strip_prefix("Bearer ")))
-        .map(str::trim);
-    match given {
-        Some(t) if state.tokens.iter().any(|k| constant_time_eq(k.as_bytes(), t.as_bytes())) => Ok(()),
-        Some(_) => {
-            state.db.metrics().rejected("unauthorized");
-            Err(influx_error(StatusCode::UNAUTHORIZED, "unauthorized", "invalid token".into(), None))
-        }
-        None => {
-            state.db.metrics().rejected("unauthorized");
-            Err(influx_error(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "missing Authorization header with a token (\"Token <token>\" or \"Bearer <token>\")".into(),
-                None,
-            ))
-        }
-    }
-}
-
-/// Compares without an early exit, so response time does not reveal how much of a token matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
