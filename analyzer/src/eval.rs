@@ -1,2 +1,4 @@
 //! Evaluation commands: NAB, multivariate anomaly benchmarks and forecasting, each running the same
 //! detectors and forecasters as the runtime.
+
+pub mod forecast;
