@@ -1,24 +1,16 @@
 //! Development loop for the forecasters: `cargo run --release -p argus-analyzer --example forecast_eval -- CSV...`
 use argus_analyzer::eval::forecast::{evaluate, read_csv};
-use argus_analyzer::forecast::Forecaster;
-use argus_analyzer::forecast::baseline::{Naive, SeasonalNaive};
-use argus_analyzer::forecast::calibrate::Calibrated;
-use argus_analyzer::forecast::linear::Linear;
-use argus_analyzer::forecast::{ets::Ets, mstl::Mstl};
+use argus_analyzer::forecast::select::{ModelConfig, Selected, build_all};
 
 fn main() {
     let h = 15;
     for path in std::env::args().skip(1) {
         let series = read_csv(path.as_ref()).unwrap();
-        let mut models: Vec<Box<dyn Forecaster>> = vec![
-            Box::new(Calibrated::new("naive", Naive::default(), h)),
-            Box::new(Calibrated::new("seasonal_naive", SeasonalNaive::new(1440), h)),
-            Box::new(Calibrated::new("linear", Linear::new(h, 1440), h)),
-            Box::new(Calibrated::new("ets", Ets::new(2880), h)),
-            Box::new(Calibrated::new("mstl", Mstl::new(vec![1440], 10080, 2880), h)),
-        ];
+        let config = ModelConfig { horizon: h, step_ms: series.step_ms };
+        let mut models = build_all(&config);
+        models.push(Box::new(Selected::new(config)));
         let t = std::time::Instant::now();
-        let r = evaluate(&series, h, &mut models, "linear").unwrap();
+        let r = evaluate(&series, h, &mut models, "selected").unwrap();
         println!("{path}: split {} origins {} zeros {} ({:?})", r.split, r.origins, r.zero_actuals, t.elapsed());
         for (name, s) in &r.models {
             println!(

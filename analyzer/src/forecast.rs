@@ -58,3 +58,4 @@ pub mod calibrate;
 pub mod ets;
 pub mod linear;
 pub mod mstl;
+pub mod select;
