@@ -5,9 +5,16 @@
 use anyhow::Result;
 use clap::Subcommand;
 
+mod forecast;
+
 #[derive(Subcommand)]
-pub enum Cmd {}
+pub enum Cmd {
+    /// Forecast accuracy of every model (and the per-series choice) on a `timestamp,value` CSV
+    Forecast(forecast::ForecastArgs),
+}
 
 pub fn run(cmd: Cmd) -> Result<()> {
-    match cmd {}
+    match cmd {
+        Cmd::Forecast(args) => forecast::run(args),
+    }
 }

@@ -2,3 +2,4 @@
 //! detectors and forecasters as the runtime.
 
 pub mod forecast;
+mod forecast_plot;

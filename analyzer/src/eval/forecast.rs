@@ -5,10 +5,11 @@
 //! selection or ensemble weights comes out of that slice); from then on they only `observe` each point as
 //! it arrives, and are never refitted, so nothing the score is computed on reaches a parameter.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::forecast::select::{MODELS, ModelConfig, Selected, Selection};
 use crate::forecast::{Forecaster, Regular};
 
 /// Share of the series that is fitted on; the rest is scored.
@@ -205,7 +206,7 @@ pub struct Report {
 pub fn evaluate(
     series: &Series,
     horizon: usize,
-    models: &mut [Box<dyn Forecaster>],
+    models: &mut [&mut dyn Forecaster],
     plot_model: &str,
 ) -> Result<Report, String> {
     let n = series.values.len();
@@ -249,4 +250,212 @@ pub fn evaluate(
         models: models.iter().zip(&acc).map(|(m, a)| (m.name().to_string(), a.scores(scale, naive_mae))).collect(),
         trajectory,
     })
+}
+
+/// What `argus eval forecast` was asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub input: PathBuf,
+    pub horizon_ms: i64,
+    pub json: Option<PathBuf>,
+    pub plot: Option<PathBuf>,
+}
+
+/// Runs every model in [`MODELS`] and `selected` on `options.input`; returns the printed report.
+pub fn run(options: &Options) -> Result<String, String> {
+    let series = read_csv(&options.input)?;
+    if options.horizon_ms <= 0 || options.horizon_ms % series.step_ms != 0 {
+        return Err(format!(
+            "horizon of {} ms is not a whole number of the series' {} ms steps",
+            options.horizon_ms, series.step_ms
+        ));
+    }
+    let horizon = (options.horizon_ms / series.step_ms) as usize;
+    let config = ModelConfig { horizon, step_ms: series.step_ms };
+    let mut models: Vec<Box<dyn Forecaster>> = MODELS.iter().map(|(_, build)| build(&config)).collect();
+    let mut selected = Selected::new(config);
+    let mut all: Vec<&mut dyn Forecaster> = models.iter_mut().map(|m| m.as_mut() as &mut dyn Forecaster).collect();
+    all.push(&mut selected);
+    let report = evaluate(&series, horizon, &mut all, "selected")?;
+    drop(all);
+    let selection = selected.selection().clone();
+    if let Some(path) = &options.json {
+        let json = to_json(&report, &selection);
+        std::fs::write(path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = &options.plot {
+        super::forecast_plot::draw(path, &report.trajectory)?;
+    }
+    Ok(render(&options.input, horizon, &report, &selection))
+}
+
+fn to_json(report: &Report, selection: &Selection) -> String {
+    let models: serde_json::Map<String, serde_json::Value> =
+        report.models.iter().map(|(name, s)| (name.clone(), serde_json::to_value(s).unwrap_or_default())).collect();
+    let doc = serde_json::json!({ "selected_model": selection.model, "models": models });
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
+}
+
+fn render(input: &Path, horizon: usize, report: &Report, selection: &Selection) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: fitted on {} points, scored {} origins x {horizon} steps; {} zero actuals left out of MAPE and the \
+         +-8 % share; MASE scale (one-step naive MAE on the fitted part) {:.3}",
+        input.display(),
+        report.split,
+        report.origins,
+        report.zero_actuals,
+        report.naive_scale
+    );
+    let _ = writeln!(
+        out,
+        "selected: {} (backtest MAE {:.3}; weights {})",
+        selection.model,
+        selection.backtest_mae,
+        selection
+            .weights
+            .iter()
+            .filter(|(_, w)| *w > 0.0)
+            .map(|(n, w)| format!("{n} {w:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "{:16} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "model", "MAE", "rel_MAE", "MAPE", "sMAPE", "MASE", "±8%@H", "cov80", "pinball"
+    );
+    for (name, s) in &report.models {
+        let _ = writeln!(
+            out,
+            "{name:16} {:8.3} {:8.3} {:7.2}% {:7.2}% {:8.3} {:7.1}% {:7.1}% {:8.3}",
+            s.mae,
+            s.rel_mae,
+            100.0 * s.mape,
+            100.0 * s.smape,
+            s.mase,
+            100.0 * s.within_8pct,
+            100.0 * s.coverage_80,
+            s.pinball
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forecast::Forecast;
+    use crate::forecast::ForecastError;
+
+    #[test]
+    fn scores_match_hand_computed_values() {
+        let mut acc = Accumulator::default();
+        // actual, mean, lower, upper, last step of the horizon
+        acc.add(100.0, 90.0, 85.0, 95.0, false); // err 10, ape 0.1, smape 20/190, not covered
+        acc.add(50.0, 54.0, 40.0, 60.0, true); // err −4, ape 0.08 (within), smape 8/104, covered
+        acc.add(0.0, 2.0, -1.0, 3.0, true); // zero actual: out of MAPE and ±8 %; smape 2, covered
+        let s = acc.scores(2.0, 4.0);
+        let mae = (10.0 + 4.0 + 2.0) / 3.0;
+        assert!((s.mae - mae).abs() < 1e-12);
+        assert!((s.mape - (0.1 + 0.08) / 2.0).abs() < 1e-12);
+        assert!((s.smape - (20.0 / 190.0 + 8.0 / 104.0 + 2.0) / 3.0).abs() < 1e-12);
+        assert!((s.mase - mae / 2.0).abs() < 1e-12);
+        assert!((s.rel_mae - mae / 4.0).abs() < 1e-12);
+        assert_eq!(s.within_8pct, 1.0);
+        assert!((s.coverage_80 - 2.0 / 3.0).abs() < 1e-12);
+        // pinball: (0.1·15 + 0.9·5)/2 (above both), (0.1·10 + 0.1·10)/2, (0.1·1 + 0.1·3)/2 (inside the band)
+        let pin = ((1.5 + 4.5) / 2.0 + (1.0 + 1.0) / 2.0 + (0.1 + 0.3) / 2.0) / 3.0;
+        assert!((s.pinball - pin).abs() < 1e-12);
+        assert_eq!(acc.zero_actuals, 1);
+        assert_eq!(pinball(10.0, 4.0, 0.9), 0.9 * 6.0);
+        assert!((pinball(4.0, 10.0, 0.9) - 0.6).abs() < 1e-12);
+        assert_eq!(naive_scale(&[1.0, 3.0, 2.0]), 1.5);
+    }
+
+    #[test]
+    fn reads_timestamps_and_fills_gaps() {
+        let dir = std::env::temp_dir().join(format!("argus-forecast-csv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.csv");
+        std::fs::write(&path, "timestamp,value\n2020-05-01 00:00:00,1\n2020-05-01 00:01:00,2\n2020-05-01 00:03:00,4\n")
+            .unwrap();
+        let s = read_csv(&path).unwrap();
+        assert_eq!((s.start_ms, s.step_ms), (1_588_291_200_000, 60_000));
+        assert_eq!(s.values, vec![1.0, 2.0, 2.0, 4.0]);
+        std::fs::write(&path, "timestamp,value\n2020-05-01 00:00:00,1\n2020-05-01 00:01:00,x\n").unwrap();
+        let err = read_csv(&path).unwrap_err();
+        assert!(err.ends_with(":3: bad value \"x\""), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Records what it is shown and checks, at every forecast, that it has seen exactly the points up to
+    /// the origin.
+    struct Spy {
+        seen: Vec<f64>,
+        fitted: usize,
+        series: Vec<f64>,
+    }
+
+    impl Forecaster for Spy {
+        fn name(&self) -> &str {
+            "naive"
+        }
+        fn fit(&mut self, history: Regular<'_>) -> Result<(), ForecastError> {
+            self.seen = history.values.to_vec();
+            self.fitted = history.values.len();
+            Ok(())
+        }
+        fn observe(&mut self, value: f64) {
+            self.seen.push(value);
+        }
+        fn forecast(&self, horizon: usize) -> Result<Forecast, ForecastError> {
+            assert_eq!(self.seen[..], self.series[..self.seen.len()], "saw points out of order");
+            let last = *self.seen.last().unwrap();
+            Ok(Forecast { mean: vec![last; horizon], lower: vec![last; horizon], upper: vec![last; horizon] })
+        }
+    }
+
+    fn marked_series() -> (Series, Series) {
+        let values: Vec<f64> = (0..24 * 40).map(|i| 100.0 + 10.0 * ((i % 24) as f64 / 4.0).sin()).collect();
+        let clean = Series { start_ms: 0, step_ms: 3_600_000, values };
+        let mut marked = clean.clone();
+        let split = (marked.values.len() as f64 * FIT_SHARE) as usize;
+        for v in &mut marked.values[split..] {
+            *v = 1e9;
+        }
+        (clean, marked)
+    }
+
+    #[test]
+    fn the_scored_part_never_reaches_a_fit() {
+        let (clean, marked) = marked_series();
+        let split = (marked.values.len() as f64 * FIT_SHARE) as usize;
+        let mut spy = Spy { seen: Vec::new(), fitted: 0, series: marked.values.clone() };
+        evaluate(&marked, 6, &mut [&mut spy], "naive").unwrap();
+        assert_eq!(spy.fitted, split);
+        // The last origin forecasts the last `horizon` points, which it has not seen.
+        assert_eq!(spy.seen.len(), marked.values.len() - 6);
+
+        // Every real model, fitted as `evaluate` fits it, forecasts the same from the marked series as from
+        // the clean one: no state it learnt came from the scored part.
+        let config = ModelConfig { horizon: 6, step_ms: clean.step_ms };
+        let fit = |s: &Series, build: &dyn Fn() -> Box<dyn Forecaster>| {
+            let mut m = build();
+            m.fit(Regular { values: &s.values[..split], ..s.regular() }).unwrap();
+            m.forecast(6).unwrap()
+        };
+        for (name, build) in MODELS {
+            let a = fit(&clean, &|| build(&config));
+            let b = fit(&marked, &|| build(&config));
+            assert_eq!(a, b, "{name}");
+            assert!(b.upper.iter().all(|v| *v < 1e6), "{name} saw the marker");
+        }
+        let a = fit(&clean, &|| Box::new(Selected::new(config)));
+        let b = fit(&marked, &|| Box::new(Selected::new(config)));
+        assert_eq!(a, b);
+        assert!(b.upper.iter().all(|v| *v < 1e6));
+    }
 }

@@ -72,3 +72,40 @@ impl PointModel for SeasonalNaive {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forecast::Forecaster;
+    use crate::forecast::calibrate::Calibrated;
+
+    fn regular(values: &[f64]) -> Regular<'_> {
+        Regular { start_ms: 0, step_ms: 3_600_000, values }
+    }
+
+    #[test]
+    fn naive_repeats_the_last_value_after_a_step() {
+        let mut y = vec![10.0; 100];
+        y.extend(vec![30.0; 100]);
+        let mut m = Calibrated::new("naive", Naive::default(), 3);
+        m.fit(regular(&y)).unwrap();
+        assert_eq!(m.forecast(3).unwrap().mean, vec![30.0; 3]);
+        m.observe(7.0);
+        assert_eq!(m.forecast(2).unwrap().mean, vec![7.0; 2]);
+    }
+
+    #[test]
+    fn seasonal_naive_repeats_yesterday() {
+        let day = |i: usize| (i % 24) as f64 * 2.0;
+        let y: Vec<f64> = (0..24 * 10).map(day).collect();
+        let mut m = Calibrated::new("seasonal_naive", SeasonalNaive::new(24), 6);
+        m.fit(regular(&y)).unwrap();
+        let f = m.forecast(30).unwrap();
+        let expected: Vec<f64> = (y.len()..y.len() + 30).map(day).collect();
+        assert_eq!(f.mean, expected);
+        // A perfect fit has a zero-width band.
+        assert!(f.lower.iter().zip(&f.upper).all(|(l, u)| (u - l).abs() < 1e-9));
+        m.observe(99.0);
+        assert_eq!(m.forecast(24).unwrap().mean[23], 99.0);
+    }
+}

@@ -116,3 +116,43 @@ impl PointModel for Ets {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forecast::Forecaster;
+    use crate::forecast::calibrate::Calibrated;
+
+    /// Deterministic noise in [-0.5, 0.5).
+    fn noise(i: usize) -> f64 {
+        ((i as f64 * 12.9898).sin() * 43_758.545).fract() - 0.5
+    }
+
+    #[test]
+    fn follows_a_linear_trend() {
+        let y: Vec<f64> = (0..400).map(|i| 50.0 + 0.5 * i as f64 + 0.2 * noise(i)).collect();
+        let mut m = Calibrated::new("ets", Ets::new(400), 10);
+        m.fit(Regular { start_ms: 0, step_ms: 60_000, values: &y }).unwrap();
+        assert!(m.model.spec.contains('A'), "trend model expected, got {}", m.model.spec);
+        let f = m.forecast(10).unwrap();
+        for (h, mean) in f.mean.iter().enumerate() {
+            let truth = 50.0 + 0.5 * (400 + h) as f64;
+            assert!((mean - truth).abs() < 1.0, "step {}: {mean} vs {truth}", h + 1);
+        }
+        // Observing moves the level without refitting.
+        for i in 400..420 {
+            m.observe(50.0 + 0.5 * i as f64);
+        }
+        let truth = 50.0 + 0.5 * 420.0;
+        assert!((m.forecast(1).unwrap().mean[0] - truth).abs() < 1.0);
+    }
+
+    #[test]
+    fn reads_parameters_from_debug() {
+        let debug = "Model { params: Params { alpha: 0.25, beta: 1e-4, gamma: NaN, phi: 0.98 }, x: [1.0] }";
+        assert_eq!(debug_field(debug, "alpha"), Some(0.25));
+        assert_eq!(debug_field(debug, "beta"), Some(1e-4));
+        assert_eq!(debug_field(debug, "phi"), Some(0.98));
+        assert_eq!(debug_field(debug, "delta"), None);
+    }
+}

@@ -16,7 +16,8 @@ use super::calibrate::PointModel;
 use super::{ForecastError, Regular};
 
 const LAGS: [usize; 8] = [1, 2, 3, 5, 10, 15, 30, 60];
-const MEANS: [usize; 5] = [5, 15, 60, 240, 1440];
+/// Windows of the recent means; one period is added to these.
+const MEANS: [usize; 4] = [5, 15, 60, 240];
 const HARMONICS: usize = 3;
 const DAY_MS: i64 = 86_400_000;
 
@@ -71,7 +72,7 @@ impl Linear {
         for k in LAGS {
             out.push(last - y.at(t - k));
         }
-        for w in MEANS {
+        for w in MEANS.into_iter().chain([self.period]) {
             out.push(last - sum(t + 1 - w, t + 1) / w as f64);
         }
         let phase = (t_ms + h as i64 * self.step_ms).rem_euclid(DAY_MS) as f64 / DAY_MS as f64;
@@ -254,4 +255,31 @@ fn cholesky_solve(a: &mut [f64], b: &mut [f64], p: usize) -> Option<()> {
         b[i] = s / a[i * p + i];
     }
     Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forecast::Forecaster;
+    use crate::forecast::calibrate::Calibrated;
+
+    #[test]
+    fn learns_trend_and_season_from_changes() {
+        // Hourly steps: a daily season on a slow trend, with steps up every few days.
+        let truth = |i: usize| {
+            let step = if i >= 24 * 30 { 40.0 } else { 0.0 };
+            200.0 + 0.1 * i as f64 + 15.0 * (std::f64::consts::TAU * (i % 24) as f64 / 24.0).sin() + step
+        };
+        let y: Vec<f64> = (0..24 * 60).map(truth).collect();
+        let mut m = Calibrated::new("linear", Linear::new(6, 24), 6);
+        m.fit(Regular { start_ms: 0, step_ms: 3_600_000, values: &y }).unwrap();
+        let f = m.forecast(6).unwrap();
+        for (h, mean) in f.mean.iter().enumerate() {
+            let t = truth(y.len() + h);
+            assert!((mean - t).abs() < 1.0, "step {}: {mean} vs {t}", h + 1);
+        }
+        // Naive would be off by the seasonal swing; the regression is not.
+        let naive_err = (y[y.len() - 1] - truth(y.len() + 5)).abs();
+        assert!(naive_err > 5.0);
+    }
 }

@@ -73,3 +73,24 @@ impl PointModel for Mstl {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forecast::Forecaster;
+    use crate::forecast::calibrate::Calibrated;
+
+    #[test]
+    fn repeats_a_daily_season_over_a_level() {
+        let season = |i: usize| 20.0 * (std::f64::consts::TAU * (i % 24) as f64 / 24.0).sin();
+        let noise = |i: usize| ((i as f64 * 7.31).sin() * 1000.0).fract() * 0.5;
+        let y: Vec<f64> = (0..24 * 20).map(|i| 100.0 + season(i) + noise(i)).collect();
+        let mut m = Calibrated::new("mstl", Mstl::new(vec![24], 24 * 14, 24 * 7), 6);
+        m.fit(Regular { start_ms: 0, step_ms: 3_600_000, values: &y }).unwrap();
+        let f = m.forecast(24).unwrap();
+        for (h, mean) in f.mean.iter().enumerate() {
+            let truth = 100.0 + season(y.len() + h);
+            assert!((mean - truth).abs() < 2.0, "step {}: {mean} vs {truth}", h + 1);
+        }
+    }
+}
