@@ -70,7 +70,10 @@ impl Linear {
         out.push(1.0);
         let last = y.at(t);
         for k in LAGS {
-            out.push(last - y.at(t - k));
+            // Rises and falls revert differently (a job ending is not a job queueing), so each has a term.
+            let d = last - y.at(t - k);
+            out.push(d.max(0.0));
+            out.push(d.min(0.0));
         }
         for w in MEANS.into_iter().chain([self.period]) {
             out.push(last - sum(t + 1 - w, t + 1) / w as f64);
