@@ -3,6 +3,7 @@
 //! with `--json FILE`, writing the figures.
 
 mod anomaly;
+mod forecast;
 mod nab;
 
 use anyhow::Result;
@@ -14,11 +15,14 @@ pub enum Cmd {
     Nab(nab::Args),
     /// Multivariate anomaly detection on a labelled train/test pair of CSVs (e.g. SMD).
     Anomaly(anomaly::Args),
+    /// Forecast accuracy of every model (and the per-series choice) on a `timestamp,value` CSV
+    Forecast(forecast::ForecastArgs),
 }
 
 pub fn run(cmd: Cmd) -> Result<()> {
     match cmd {
         Cmd::Nab(args) => nab::run(args),
         Cmd::Anomaly(args) => anomaly::run(args),
+        Cmd::Forecast(args) => forecast::run(args),
     }
 }

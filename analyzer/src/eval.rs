@@ -2,5 +2,7 @@
 //! detectors and forecasters as the runtime.
 
 pub mod anomaly;
+pub mod forecast;
+mod forecast_plot;
 pub mod metrics;
 pub mod nab;

@@ -52,3 +52,10 @@ pub trait Forecaster: Send {
     /// The forecast for the next `horizon` steps after the last point fitted or observed.
     fn forecast(&self, horizon: usize) -> Result<Forecast, ForecastError>;
 }
+
+pub mod baseline;
+pub mod calibrate;
+pub mod ets;
+pub mod linear;
+pub mod mstl;
+pub mod select;

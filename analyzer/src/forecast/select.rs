@@ -1,0 +1,220 @@
+//! Per-series model choice: every registered model is backtested with a rolling origin over a validation
+//! slice at the end of the history it is fitted on, and the series gets, for each horizon step, the best
+//! single model or the best two-model blend (weights on a 5 % grid), whichever has the lower MAE there.
+//! [`Selected`] is itself a [`Forecaster`], so the runtime and `argus eval forecast` treat it like any other.
+
+use super::baseline::{Naive, SeasonalNaive};
+use super::calibrate::{Band, Calibrated, Volatility};
+use super::ets::Ets;
+use super::linear::Linear;
+use super::mstl::Mstl;
+use super::{Forecast, ForecastError, Forecaster, Regular};
+
+/// What the models are built for: the horizon and the series' step.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelConfig {
+    /// Steps ahead to forecast (and to calibrate bands and choose models for).
+    pub horizon: usize,
+    pub step_ms: i64,
+}
+
+impl ModelConfig {
+    /// Steps per day (at least 1).
+    pub fn day(&self) -> usize {
+        (86_400_000 / self.step_ms.max(1)).max(1) as usize
+    }
+}
+
+/// Builds one model for a config.
+pub type Build = fn(&ModelConfig) -> Box<dyn Forecaster>;
+
+/// Every model Argus can forecast with, by its `model` label. [`Selected`] chooses among all of them.
+pub const MODELS: &[(&str, Build)] = &[
+    ("naive", |c| Box::new(Calibrated::new("naive", Naive::default(), c.horizon))),
+    ("seasonal_naive", |c| Box::new(Calibrated::new("seasonal_naive", SeasonalNaive::new(c.day()), c.horizon))),
+    ("ets", |c| Box::new(Calibrated::new("ets", Ets::new(2 * c.day()), c.horizon))),
+    ("mstl", |c| Box::new(Calibrated::new("mstl", Mstl::new(vec![c.day()], 7 * c.day(), 2 * c.day()), c.horizon))),
+    ("linear", |c| Box::new(Calibrated::new("linear", Linear::new(c.horizon, c.day()), c.horizon))),
+];
+
+/// All registered models, built for `config`.
+pub fn build_all(config: &ModelConfig) -> Vec<Box<dyn Forecaster>> {
+    MODELS.iter().map(|(_, build)| build(config)).collect()
+}
+
+/// The choice made for one series, for the `argus_forecast_model_selected` and
+/// `argus_forecast_backtest_mae` metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// The chosen model's name, or `ensemble` when steps blend models.
+    pub model: String,
+    /// Backtest MAE of the choice, averaged over the horizon steps.
+    pub backtest_mae: f64,
+    /// Backtest MAE of every candidate that could be fitted.
+    pub candidates: Vec<(String, f64)>,
+    /// Weight of each candidate, averaged over the horizon steps.
+    pub weights: Vec<(String, f64)>,
+}
+
+/// The per-series choice among [`MODELS`].
+pub struct Selected {
+    config: ModelConfig,
+    /// Share of the history (at most `max_validation` points) the choice is backtested on.
+    validation_share: f64,
+    max_validation: usize,
+    models: Vec<Box<dyn Forecaster>>,
+    /// `weights[h][m]`: weight of model `m` at step `h + 1`.
+    weights: Vec<Vec<f64>>,
+    band: Band,
+    volatility: Volatility,
+    selection: Selection,
+}
+
+impl Selected {
+    pub fn new(config: ModelConfig) -> Self {
+        Selected {
+            config,
+            validation_share: 0.2,
+            max_validation: 4 * config.day(),
+            models: Vec::new(),
+            weights: Vec::new(),
+            band: Band::default(),
+            volatility: Volatility::new(Volatility::SPAN),
+            selection: Selection::default(),
+        }
+    }
+
+    /// The last choice made by `fit`.
+    pub fn selection(&self) -> &Selection {
+        &self.selection
+    }
+
+    fn combine(&self, forecasts: &[Forecast], horizon: usize) -> Vec<f64> {
+        (0..horizon)
+            .map(|i| {
+                let w = &self.weights[i.min(self.weights.len() - 1)];
+                forecasts.iter().zip(w).filter(|(_, w)| **w > 0.0).map(|(f, w)| w * f.mean[i]).sum()
+            })
+            .collect()
+    }
+}
+
+impl Forecaster for Selected {
+    fn name(&self) -> &str {
+        "selected"
+    }
+
+    fn fit(&mut self, history: Regular<'_>) -> Result<(), ForecastError> {
+        let n = history.values.len();
+        let h = self.config.horizon;
+        let held = ((n as f64 * self.validation_share) as usize).min(self.max_validation);
+        if held < 10 * h {
+            return Err(ForecastError::TooShort { need: 50 * h, have: n });
+        }
+        let split = n - held;
+        // Backtest: fit on everything before the validation slice, then walk it.
+        let mut probes: Vec<Box<dyn Forecaster>> = build_all(&self.config)
+            .into_iter()
+            .filter_map(|mut m| m.fit(Regular { values: &history.values[..split], ..history }).ok().map(|()| m))
+            .collect();
+        if probes.is_empty() {
+            return Err(ForecastError::Model("no model could be fitted".into()));
+        }
+        let origins = held - h;
+        // forecasts[m][o * h + i]
+        let mut forecasts = vec![Vec::with_capacity(origins * h); probes.len()];
+        for o in 0..origins {
+            for (m, probe) in probes.iter_mut().enumerate() {
+                let f = probe.forecast(h)?;
+                forecasts[m].extend_from_slice(&f.mean);
+                probe.observe(history.values[split + o]);
+            }
+        }
+        let actual = |o: usize, i: usize| history.values[split + o + i];
+        let mae = |blend: &dyn Fn(usize, usize) -> f64, i: usize| {
+            (0..origins).map(|o| (actual(o, i) - blend(o, i)).abs()).sum::<f64>() / origins as f64
+        };
+        let m_count = probes.len();
+        self.weights.clear();
+        let mut total = 0.0;
+        let mut candidates = vec![0.0; m_count];
+        for i in 0..h {
+            let mut best = (f64::INFINITY, vec![0.0; m_count]);
+            for a in 0..m_count {
+                let single = mae(&|o, i| forecasts[a][o * h + i], i);
+                candidates[a] += single / h as f64;
+                if single < best.0 {
+                    best = (single, (0..m_count).map(|m| if m == a { 1.0 } else { 0.0 }).collect());
+                }
+                for b in a + 1..m_count {
+                    for k in 1..20 {
+                        let w = k as f64 / 20.0;
+                        let e = mae(&|o, i| w * forecasts[a][o * h + i] + (1.0 - w) * forecasts[b][o * h + i], i);
+                        if e < best.0 {
+                            let mut weights = vec![0.0; m_count];
+                            weights[a] = w;
+                            weights[b] = 1.0 - w;
+                            best = (e, weights);
+                        }
+                    }
+                }
+            }
+            total += best.0 / h as f64;
+            self.weights.push(best.1);
+        }
+        // The band: the blend's own errors on the validation slice, in units of volatility.
+        self.volatility.reset(&history.values[..split]);
+        let mut errors = vec![Vec::with_capacity(origins); h];
+        for o in 0..origins {
+            for (i, errs) in errors.iter_mut().enumerate() {
+                let blend: f64 = (0..m_count).map(|m| self.weights[i][m] * forecasts[m][o * h + i]).sum();
+                errs.push((actual(o, i) - blend) / self.volatility.scale());
+            }
+            self.volatility.push(history.values[split + o]);
+        }
+        self.band = Band::from_errors(&mut errors);
+        let names: Vec<String> = probes.iter().map(|p| p.name().to_string()).collect();
+        let mean_weight: Vec<f64> =
+            (0..m_count).map(|m| self.weights.iter().map(|w| w[m]).sum::<f64>() / h as f64).collect();
+        let used: Vec<usize> = (0..m_count).filter(|&m| mean_weight[m] > 0.0).collect();
+        self.selection = Selection {
+            model: if used.len() == 1 { names[used[0]].clone() } else { "ensemble".into() },
+            backtest_mae: total,
+            candidates: names.iter().cloned().zip(candidates).collect(),
+            weights: names.iter().cloned().zip(mean_weight).collect(),
+        };
+        // The models themselves: refitted on the whole history, keeping the same order as the weights.
+        probes.clear();
+        let mut models = Vec::with_capacity(m_count);
+        for name in &names {
+            let build = MODELS.iter().find(|(n, _)| n == name).map(|(_, b)| b);
+            let mut model = build.expect("names come from MODELS")(&self.config);
+            model.fit(history)?;
+            models.push(model);
+        }
+        self.models = models;
+        self.volatility.reset(history.values);
+        Ok(())
+    }
+
+    fn observe(&mut self, value: f64) {
+        for m in &mut self.models {
+            m.observe(value);
+        }
+        self.volatility.push(value);
+    }
+
+    fn forecast(&self, horizon: usize) -> Result<Forecast, ForecastError> {
+        if self.models.is_empty() {
+            return Err(ForecastError::Model("selected: not fitted".into()));
+        }
+        let forecasts = self
+            .models
+            .iter()
+            .zip(&self.selection.weights)
+            .map(|(m, (_, w))| if *w > 0.0 { m.forecast(horizon) } else { Ok(Forecast::default()) })
+            .collect::<Result<Vec<_>, _>>()?;
+        let point = self.combine(&forecasts, horizon);
+        Ok(self.band.apply(point, self.volatility.scale()))
+    }
+}
