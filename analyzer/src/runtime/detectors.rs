@@ -1,9 +1,9 @@
 //! The univariate detectors a rule may name, by name: how to make one from the rule's parameters,
 //! and how to bring one back from its saved state.
 
+use crate::detect::Direction;
 use crate::detect::StreamDetector;
 use crate::detect::ewma::{Ewma, EwmaParams};
-use crate::detect::Direction;
 use crate::detect::univariate::{Univariate as Seasonal, UnivariateParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -84,7 +84,11 @@ fn make_ewma(v: Option<&toml::Value>, direction: Direction, min_deviation: f64) 
 
 /// `threshold`: the seasonal dynamic threshold with the anomaly likelihood and the record stage — the
 /// detector `argus eval nab` measures.
-fn make_threshold(v: Option<&toml::Value>, direction: Direction, min_deviation: f64) -> Result<Box<dyn Univariate>, String> {
+fn make_threshold(
+    v: Option<&toml::Value>,
+    direction: Direction,
+    min_deviation: f64,
+) -> Result<Box<dyn Univariate>, String> {
     let mut p: UnivariateParams = params(v)?;
     if p.threshold.k.is_nan() || p.threshold.k <= 0.0 {
         return Err(format!("threshold.k = {} must be above 0", p.threshold.k));
