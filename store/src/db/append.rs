@@ -254,17 +254,20 @@ impl Db {
                     None => true,
                 })
                 .collect();
+            // A new series with several samples in the batch is one series: keep its first sample.
+            let mut seen = std::collections::HashSet::with_capacity(new.len());
+            let distinct: Vec<usize> = new.iter().copied().filter(|&i| seen.insert(pending[i].hash)).collect();
             // Twice: once in the head, once more in the index of the block its flush cuts.
-            let needed = new.iter().map(|&i| crate::head::pairs_bytes(keys.pairs(&pending[i]))).sum::<usize>() * 2
+            let needed = distinct.iter().map(|&i| crate::head::pairs_bytes(keys.pairs(&pending[i]))).sum::<usize>() * 2
                 + pending.len() * crate::head::SAMPLE_BYTES;
-            if let Err(e) = self.check_series_limits(&head, keys, &pending, &new) {
+            if let Err(e) = self.check_series_limits(&head, keys, &pending, &distinct) {
                 self.shared.metrics.rejected("cardinality");
                 return Err(e);
             }
             if !new.is_empty() && self.shared.over_budget(&head, index, needed) {
                 self.shared.metrics.rejected("memory");
                 return Err(WriteError::OverBudget {
-                    new_series: new.len(),
+                    new_series: distinct.len(),
                     needed,
                     in_use: super::Shared::series_in_use(&head, index),
                     budget: self.shared.opts.series_budget(),

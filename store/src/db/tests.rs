@@ -215,3 +215,17 @@ fn series_limits_refuse_the_batch_naming_the_metric() {
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     assert!(text.contains("argus_store_batches_rejected_total{reason=\"cardinality\"} 2"), "{text}");
 }
+
+#[test]
+fn a_new_series_with_many_samples_counts_once_against_the_series_limits() {
+    let d = tempfile::tempdir().unwrap();
+    let mut o = opts(d.path());
+    o.max_series = 2;
+    o.max_series_per_metric = 2;
+    let db = Db::open(o).unwrap();
+    let now = now_ms();
+    let lines: Vec<String> =
+        (0..5).map(|k| format!("req,id=1 v={k} {}", now + k)).chain([format!("req,id=2 v=1 {now}")]).collect();
+    write(&db, &lines.join("\n")).unwrap();
+    assert_eq!(values(&db, "req_v").len(), 6);
+}
