@@ -15,6 +15,10 @@
 //! queries run on that data over its last hour and every unmarked panel must return data; without
 //! either, that test prints why it is skipped.
 
+#[path = "support/server.rs"]
+#[allow(dead_code)]
+mod server;
+
 use argus_model::{Labels, Sample};
 use argus_store::query::{self, QueryLimits, Value};
 use argus_store::wal::WalSync;
@@ -222,18 +226,6 @@ struct Http {
     end: i64,
 }
 
-fn enc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 impl Http {
     fn get(&self, path_and_query: &str) -> Result<Json, String> {
         let url = format!("{}{path_and_query}", self.base);
@@ -251,11 +243,11 @@ impl Source for Http {
     fn run(&self, expr: &str, instant: bool) -> Result<usize, String> {
         let (end, start) = (self.end as f64 / 1000.0, (self.end - RANGE_MS) as f64 / 1000.0);
         let data = if instant {
-            self.get(&format!("/api/v1/query?query={}&time={end}", enc(expr)))?
+            self.get(&format!("/api/v1/query?query={}&time={end}", server::enc(expr)))?
         } else {
             self.get(&format!(
                 "/api/v1/query_range?query={}&start={start}&end={end}&step={}",
-                enc(expr),
+                server::enc(expr),
                 STEP_MS / 1000
             ))?
         };
@@ -267,7 +259,7 @@ impl Source for Http {
 
     fn label_values(&self, selector: Option<&str>, label: &str) -> Result<Vec<String>, String> {
         let (end, start) = (self.end / 1000, (self.end - RANGE_MS) / 1000);
-        let m = selector.map(|s| format!("&match[]={}", enc(s))).unwrap_or_default();
+        let m = selector.map(|s| format!("&match[]={}", server::enc(s))).unwrap_or_default();
         let data = self.get(&format!("/api/v1/label/{label}/values?start={start}&end={end}{m}"))?;
         Ok(data.as_array().into_iter().flatten().filter_map(|v| v.as_str().map(String::from)).collect())
     }
