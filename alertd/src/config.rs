@@ -37,6 +37,8 @@ pub struct Config {
     pub flap: Option<FlapConfig>,
     /// Incident correlation; off when the `argus.correlation` section is absent.
     pub correlation: Option<CorrelationConfig>,
+    /// Escalation of unacknowledged incidents (`argus.escalation`); needs correlation.
+    pub escalation: Vec<crate::escalate::EscalationRule>,
     /// Rule evaluation; off when the `argus.rules` section is absent.
     pub rules: Option<RulesConfig>,
 }

@@ -5,6 +5,7 @@
 use crate::alert::{Alert, AlertError, PostableAlert, Status};
 use crate::config::Config;
 use crate::dispatch::{Dispatcher, route_group};
+use crate::escalate::{Due, Escalator};
 use crate::flap::FlapDetector;
 use crate::incident::Correlator;
 use crate::inhibit::Inhibitor;
@@ -36,6 +37,10 @@ pub struct Engine {
     nflog: Arc<dyn NotificationLog>,
     silences: Arc<dyn Silences>,
     pipeline: Pipeline,
+    /// Escalations skip dedup and hold (each goes out once, by the escalator's own bookkeeping) and
+    /// leave the notification log alone, so the incident's own receiver is unaffected.
+    escalation_pipeline: Pipeline,
+    escalator: Escalator,
     last_gc: Option<Timestamp>,
 }
 
@@ -47,21 +52,32 @@ impl Engine {
         notifier: Arc<dyn Notifier>,
     ) -> Engine {
         let inhibitor = Arc::new(Inhibitor::new(cfg.inhibit_rules.clone()));
+        let silencer = Arc::new(Silencer(silences.clone()));
         let pipeline = Pipeline {
             stages: vec![
                 Box::new(MuteStage { name: "inhibit", muter: inhibitor.clone() }),
                 Box::new(TimeActiveStage),
                 Box::new(TimeMuteStage),
-                Box::new(MuteStage { name: "silence", muter: Arc::new(Silencer(silences.clone())) }),
+                Box::new(MuteStage { name: "silence", muter: silencer.clone() }),
                 Box::new(DedupStage { nflog: nflog.clone() }),
                 Box::new(HoldStage { nflog: nflog.clone() }),
-                Box::new(SendStage { notifier }),
+                Box::new(SendStage { notifier: notifier.clone() }),
                 Box::new(SetNotifiesStage { nflog: nflog.clone() }),
+            ],
+        };
+        let escalation_pipeline = Pipeline {
+            stages: vec![
+                Box::new(MuteStage { name: "inhibit", muter: inhibitor.clone() }),
+                Box::new(TimeActiveStage),
+                Box::new(TimeMuteStage),
+                Box::new(MuteStage { name: "silence", muter: silencer }),
+                Box::new(SendStage { notifier }),
             ],
         };
         Engine {
             flap: cfg.flap.clone().map(FlapDetector::new),
             correlator: cfg.correlation.clone().map(Correlator::new),
+            escalator: Escalator::new(cfg.escalation.clone()),
             cfg,
             store: AlertStore::default(),
             dispatcher: Dispatcher::default(),
@@ -69,6 +85,7 @@ impl Engine {
             nflog,
             silences,
             pipeline,
+            escalation_pipeline,
             last_gc: None,
         }
     }
@@ -109,17 +126,74 @@ impl Engine {
 
     /// The next time `advance` has work.
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        self.dispatcher.next_deadline()
+        match (self.dispatcher.next_deadline(), self.escalator.next_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// Runs every group flush due at or before `now`, each at its own due time, in time order.
+    /// Runs every group flush and escalation due at or before `now`, each at its own due time, in
+    /// time order (a flush before an escalation due at the same time).
     pub fn advance(&mut self, now: Timestamp) {
-        while let Some((at, key)) = self.dispatcher.pop_due(now) {
-            self.gc(at);
-            let ok = self.flush(&key, at);
-            self.dispatcher.after_flush(&key, at, ok);
+        loop {
+            let flush = self.dispatcher.next_deadline().filter(|&t| t <= now);
+            let escalate = self.escalator.next_due().filter(|&t| t <= now);
+            match (flush, escalate) {
+                (Some(f), e) if e.is_none_or(|e| f <= e) => {
+                    let Some((at, key)) = self.dispatcher.pop_due(now) else { break };
+                    self.gc(at);
+                    let ok = self.flush(&key, at);
+                    self.dispatcher.after_flush(&key, at, ok);
+                }
+                (_, Some(_)) => {
+                    let Some(due) = self.escalator.take_due(now) else { break };
+                    self.gc(due.at);
+                    self.escalate(&due);
+                }
+                _ => break,
+            }
         }
         self.gc(now);
+    }
+
+    /// Acknowledges incident `id` opened at `opened_at` (as the history database names it): its
+    /// escalations still due are dropped. False when the engine does not hold that incident.
+    pub fn acknowledge(&mut self, id: u64, opened_at: Timestamp) -> bool {
+        self.escalator.acknowledge(id, opened_at)
+    }
+
+    /// Notifies an unacknowledged incident to its escalation rule's receiver, when it still has a
+    /// firing alert that the rule matches.
+    fn escalate(&mut self, due: &Due) {
+        let rule = self.escalator.rule(due.rule);
+        let (Some(group), Some(c)) = (self.dispatcher.group(&due.group_key), &self.correlator) else { return };
+        let Some(incident) = c.incident(&due.route_group, due.incident) else { return };
+        let Some(receiver) = self.cfg.receivers.get(&rule.receiver) else { return };
+        let alerts = group.sorted_alerts();
+        if !alerts.iter().any(|a| !a.resolved_at(due.at) && rule.matches(&a.labels)) {
+            return;
+        }
+        tracing::info!(incident = due.incident, receiver = %receiver.name, "Escalating an unacknowledged incident");
+        for integration in receiver.integrations() {
+            let ctx = Ctx {
+                now: due.at,
+                receiver,
+                integration,
+                recipient: crate::deliver::recipient(&receiver.name, integration.kind, integration.index),
+                group_key: &group.key,
+                group_labels: &group.labels,
+                opts: &group.opts,
+                time_intervals: &self.cfg.time_intervals,
+                external_url: &self.cfg.external_url,
+                flap: self.flap.as_ref(),
+                incident: Some((c, incident)),
+                escalation: Some(rule.after),
+                sent: Cell::new(false),
+            };
+            if let Err(error) = self.escalation_pipeline.exec(&ctx, alerts.clone()) {
+                tracing::warn!(receiver = %receiver.name, group = %group.key, %error, "Escalation failed");
+            }
+        }
     }
 
     fn flush(&mut self, key: &str, at: Timestamp) -> bool {
@@ -130,7 +204,7 @@ impl Engine {
             (Some(c), Some(id)) => c.incident(&group.route_group, id).map(|i| (c, i)),
             _ => None,
         };
-        let origin = incident.map(|(_, i)| i.origin.clone());
+        let origin = incident.map(|(_, i)| (i.origin.clone(), i.id, i.opened_at));
         let mut ok = true;
         let mut sent_any = false;
         for integration in receiver.integrations() {
@@ -146,6 +220,7 @@ impl Engine {
                 external_url: &self.cfg.external_url,
                 flap: self.flap.as_ref(),
                 incident,
+                escalation: None,
                 sent: Cell::new(false),
             };
             match self.pipeline.exec(&ctx, alerts.clone()) {
@@ -156,8 +231,10 @@ impl Engine {
                 }
             }
         }
-        if sent_any && let (Some(c), Some(origin)) = (&mut self.correlator, origin) {
+        if sent_any && let (Some(c), Some((origin, id, opened_at))) = (&mut self.correlator, origin) {
             c.record_sent(&origin, at);
+            let route_group = group.route_group.clone();
+            self.escalator.notified(id, &route_group, key, opened_at, at);
         }
         ok
     }
@@ -180,6 +257,7 @@ impl Engine {
         }
         if let Some(c) = &mut self.correlator {
             c.gc(now);
+            self.escalator.gc(|group, id| c.incident(group, id).is_some());
         }
     }
 

@@ -14,6 +14,7 @@ pub mod db;
 pub mod deliver;
 pub mod dispatch;
 pub mod engine;
+pub mod escalate;
 pub mod flap;
 pub mod incident;
 pub mod inhibit;

@@ -40,6 +40,8 @@ pub struct Ctx<'a> {
     pub external_url: &'a str,
     pub flap: Option<&'a FlapDetector>,
     pub incident: Option<(&'a Correlator, &'a Incident)>,
+    /// Set when this is an escalation: how long the incident went unacknowledged.
+    pub escalation: Option<std::time::Duration>,
     pub sent: Cell<bool>,
 }
 

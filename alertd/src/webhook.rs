@@ -65,6 +65,16 @@ pub struct Extras {
     /// How many notifications a receiver's rate limit held and sent as this one message.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub batched: u32,
+    /// Set on an escalation: the incident went unacknowledged this long after its first notification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Escalation>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Escalation {
+    /// Seconds without an acknowledgement (the rule's `after`).
+    #[serde(rename = "unacknowledgedSeconds")]
+    pub unacknowledged_seconds: u64,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -209,3 +209,66 @@ async fn correlated_alerts_become_one_incident_with_a_cause() {
         1m30s team Firing [HostDown@h2 XidError@h2 GpuUtilLow@h1 NcclTimeout@h2] incident=1 cause=node_down"#]]
     .assert_eq(&got);
 }
+
+const ESCALATE: &str = r#"
+global: {resolve_timeout: 1h}
+route:
+  receiver: team
+  group_by: [cluster]
+  group_wait: 30s
+  group_interval: 1m
+  repeat_interval: 4h
+receivers:
+  - {name: team, webhook_configs: [{url: 'http://localhost:5001/', send_resolved: false}]}
+  - {name: lead, webhook_configs: [{url: 'http://localhost:5002/', send_resolved: false}]}
+argus:
+  correlation: {labels: [host]}
+  escalation:
+    - {after: 10m, receiver: lead}
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn unacknowledged_critical_incident_escalates_once_and_ack_stops_it() {
+    let crit = |host| alert(&[("alertname", "XidError"), ("host", host), ("severity", "critical")], None);
+    let warn = alert(&[("alertname", "GpuUtilLow"), ("host", "h3"), ("severity", "warning")], None);
+    let got = Timeline::new(ESCALATE)
+        .push(secs(0), vec![crit("h1"), crit("h2"), warn])
+        .ack(secs(120), 2)
+        .run(secs(3600))
+        .await;
+    // h1 is never acknowledged: the lead hears of it 10 minutes after its first notification, once.
+    // h2 is acknowledged at 2m; h3 is not critical.
+    expect![[r#"
+        30s team Firing [XidError@h1] incident=1 cause=gpu_fault
+        30s team Firing [XidError@h2] incident=2 cause=gpu_fault
+        30s team Firing [GpuUtilLow@h3] incident=3 cause=utilization_anomaly
+        10m30s lead Firing [XidError@h1] incident=1 cause=gpu_fault escalated-after=600s"#]]
+    .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silenced_or_resolved_incident_does_not_escalate() {
+    let crit = |host, ends| alert(&[("alertname", "XidError"), ("host", host), ("severity", "critical")], ends);
+    let t = Timeline::new(ESCALATE);
+    t.silences
+        .set(Silence {
+            id: "s1".into(),
+            matchers: vec![Matcher::eq("host", "h2")],
+            starts_at: T0 + secs(60),
+            ends_at: T0 + secs(7200),
+            updated_at: T0,
+            created_by: "test".into(),
+            comment: String::new(),
+        })
+        .unwrap();
+    let got = t
+        .push(secs(0), vec![crit("h1", None), crit("h2", None)])
+        .push(secs(300), vec![crit("h1", Some(300))])
+        .run(secs(3600))
+        .await;
+    // h1 resolved before its 10 minutes were up; h2 is silenced when its escalation comes due.
+    expect![[r#"
+        30s team Firing [XidError@h1] incident=1 cause=gpu_fault
+        30s team Firing [XidError@h2] incident=2 cause=gpu_fault"#]]
+    .assert_eq(&got);
+}

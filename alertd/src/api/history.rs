@@ -113,7 +113,7 @@ struct AckBody {
 }
 
 /// `POST /api/v1/incidents/{id}/ack` with an optional body `{"by": …, "comment": …}`: records the
-/// acknowledgement (the first one stands) and answers the incident.
+/// acknowledgement (the first one stands), stops the incident's escalations, and answers the incident.
 pub async fn ack_incident(
     Ext(s): Ext<State>,
     Path(id): Path<String>,
@@ -129,6 +129,12 @@ pub async fn ack_incident(
     let ack = Ack { at: s.engine.now(), by: b.by, comment: b.comment };
     match s.db.ack_incident(id, &ack)? {
         Some(row) => {
+            // Escalations still due for it stop (the engine holds incidents of this process only).
+            if let Ok(engine_id) = u64::try_from(row.engine_id)
+                && s.engine.lock().acknowledge(engine_id, row.opened_at)
+            {
+                s.engine.changed();
+            }
             tracing::info!(incident = id, by = %ack.by, "Incident acknowledged");
             Ok(ok(row))
         }

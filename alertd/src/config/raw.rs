@@ -315,7 +315,19 @@ pub struct Argus {
     pub external_url: Option<String>,
     pub flap: Option<Flap>,
     pub correlation: Option<Correlation>,
+    #[serde(default)]
+    pub escalation: Vec<Escalation>,
     pub rules: Option<Rules>,
+}
+
+/// `argus.escalation[]`: an unacknowledged incident notified to another receiver after a delay.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Escalation {
+    /// Default `severity="critical"`.
+    pub matchers: Option<Vec<String>>,
+    pub after: Option<String>,
+    pub receiver: Option<String>,
 }
 
 /// Prometheus rule evaluation against the store (`argus serve` only).

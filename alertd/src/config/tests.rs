@@ -96,7 +96,7 @@ fn bad_input_names_line_and_field() {
     check(
         &format!("route:\n  receiver: r\n{r}argus:\n  storm: {{}}\n"),
         expect![
-            "alertd.yml:7: argus: unknown field `storm`, expected one of `external_url`, `flap`, `correlation`, `rules`"
+            "alertd.yml:7: argus: unknown field `storm`, expected one of `external_url`, `flap`, `correlation`, `escalation`, `rules`"
         ],
     );
     check(
@@ -277,4 +277,37 @@ fn rules_section() {
             "alertd.yml:8: argus.rules: unknown field `evaluation_interval`, expected one of `files`, `resend_delay`, `for_grace_period`, `for_outage_tolerance`, `watchdog`, `host_down`, `host_down_metric`, `host_down_after`"
         ],
     );
+}
+
+#[test]
+fn escalation_rules() {
+    let base = format!("route: {{receiver: r}}\n{RECEIVERS}");
+    let ok = parse(
+        &format!("{base}argus:\n  correlation: {{labels: [host]}}\n  escalation:\n    - {{after: 15m, receiver: r}}\n    - {{after: 1h, receiver: r, matchers: ['team=\"gpu\"']}}\n"),
+        "alertd.yml",
+    )
+    .unwrap();
+    let got: Vec<String> = ok
+        .escalation
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} {:?}",
+                duration::format(e.after),
+                e.receiver,
+                e.matchers.iter().map(|m| m.to_string()).collect::<Vec<_>>()
+            )
+        })
+        .collect();
+    expect![[r#"["15m r [\"severity=\\\"critical\\\"\"]", "1h r [\"team=\\\"gpu\\\"\"]"]"#]]
+        .assert_eq(&format!("{got:?}"));
+    let err = |tail: &str| parse(&format!("{base}{tail}"), "alertd.yml").unwrap_err().to_string();
+    expect![[r#"alertd.yml:6: argus.escalation: needs argus.correlation: escalation acts on incidents, and only correlation makes them"#]]
+        .assert_eq(&err("argus:\n  escalation: [{after: 15m, receiver: r}]\n"));
+    expect![[r#"alertd.yml:8: argus.escalation[0].receiver: undefined receiver "lead""#]]
+        .assert_eq(&err("argus:\n  correlation: {}\n  escalation:\n    - {after: 15m, receiver: lead}\n"));
+    expect!["alertd.yml:7: argus.escalation[0].after: missing: how long unacknowledged"]
+        .assert_eq(&err("argus:\n  correlation: {}\n  escalation:\n    - {receiver: r}\n"));
+    expect!["alertd.yml:8: argus.escalation[0].after: must be longer than zero"]
+        .assert_eq(&err("argus:\n  correlation: {}\n  escalation:\n    - {after: 0s, receiver: r}\n"));
 }

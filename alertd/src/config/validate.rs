@@ -6,6 +6,7 @@ use super::raw;
 use super::{Config, ConfigError, RulesConfig, duration, im, matchers};
 use crate::deliver::template::BodyTemplate;
 use crate::deliver::webhook::SIGNATURE_HEADER;
+use crate::escalate::EscalationRule;
 use crate::flap::FlapConfig;
 use crate::incident::{CauseRule, CorrelationConfig};
 use crate::inhibit::InhibitRule;
@@ -281,6 +282,8 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         Some(k) => Some(correlation(&c, k)?),
     };
 
+    let escalation = escalation(&c, &argus.escalation, correlation.is_some(), &receivers)?;
+
     let rules = match &argus.rules {
         None => None,
         Some(r) => {
@@ -338,6 +341,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         external_url: argus.external_url.unwrap_or_default(),
         flap,
         correlation,
+        escalation,
         rules,
     })
 }
@@ -385,6 +389,47 @@ fn ca_file(c: &Ctx, h: Option<&raw::HttpConfig>) -> Result<Option<PathBuf>, Conf
             _ => f,
         }
     }))
+}
+
+fn escalation(
+    c: &Ctx,
+    list: &[raw::Escalation],
+    correlated: bool,
+    receivers: &BTreeMap<String, Receiver>,
+) -> Result<Vec<EscalationRule>, ConfigError> {
+    if !list.is_empty() && !correlated {
+        return Err(c.err(
+            "argus.escalation",
+            "escalation:",
+            "needs argus.correlation: escalation acts on incidents, and only correlation makes them",
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, e) in list.iter().enumerate() {
+        let field = format!("argus.escalation[{i}]");
+        let receiver =
+            e.receiver.clone().ok_or_else(|| c.err(format!("{field}.receiver"), "escalation:", "missing"))?;
+        if !receivers.contains_key(&receiver) {
+            return Err(c.err(
+                format!("{field}.receiver"),
+                &format!("receiver: {receiver}"),
+                format!("undefined receiver {receiver:?}"),
+            ));
+        }
+        let after = match &e.after {
+            None => return Err(c.err(format!("{field}.after"), "escalation:", "missing: how long unacknowledged")),
+            Some(_) => c.duration(&format!("{field}.after"), "after", &e.after, Duration::ZERO)?,
+        };
+        if after.is_zero() {
+            return Err(c.err(format!("{field}.after"), "after:", "must be longer than zero"));
+        }
+        let matchers = match &e.matchers {
+            Some(m) => c.matchers(&format!("{field}.matchers"), m)?,
+            None => vec![Matcher::eq("severity", "critical")],
+        };
+        out.push(EscalationRule { matchers, after, receiver });
+    }
+    Ok(out)
 }
 
 fn correlation(c: &Ctx, k: &raw::Correlation) -> Result<CorrelationConfig, ConfigError> {

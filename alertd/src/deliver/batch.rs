@@ -17,6 +17,7 @@ pub fn merge(messages: Vec<Message>) -> Option<Message> {
     let mut alerts: BTreeMap<String, _> = out.alerts.drain(..).map(|a| (a.fingerprint.clone(), a)).collect();
     let mut incident = out.argus.as_ref().and_then(|e| e.incident.clone());
     let mut flapping = out.argus.as_ref().map(|e| e.flapping.clone()).unwrap_or_default();
+    let mut escalation = out.argus.as_ref().and_then(|e| e.escalation.clone());
     for m in iter {
         if !group_keys.contains(&m.group_key) {
             group_keys.push(m.group_key.clone());
@@ -26,6 +27,7 @@ pub fn merge(messages: Vec<Message>) -> Option<Message> {
         if let Some(e) = m.argus {
             incident = e.incident.or(incident);
             flapping.extend(e.flapping);
+            escalation = e.escalation.or(escalation);
         }
         for a in m.alerts {
             if !alerts.contains_key(&a.fingerprint) {
@@ -39,7 +41,7 @@ pub fn merge(messages: Vec<Message>) -> Option<Message> {
     out.common_labels = common(out.alerts.iter().map(|a| &a.labels));
     out.common_annotations = common(out.alerts.iter().map(|a| &a.annotations));
     out.group_key = group_keys.join("\n");
-    out.argus = Some(Extras { incident, flapping, batched: count });
+    out.argus = Some(Extras { incident, flapping, batched: count, escalation });
     Some(out)
 }
 

@@ -44,6 +44,7 @@ fn sample() -> Notification {
         }),
         flapping: [("a1".to_string(), 5)].into(),
         batched: 0,
+        escalation: None,
     });
     n
 }

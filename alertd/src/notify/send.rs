@@ -47,7 +47,8 @@ impl Stage for SendStage {
                 }
             }
         }
-        let has_extras = extras.incident.is_some() || !extras.flapping.is_empty();
+        extras.escalation = ctx.escalation.map(|d| webhook::Escalation { unacknowledged_seconds: d.as_secs() });
+        let has_extras = extras.incident.is_some() || !extras.flapping.is_empty() || extras.escalation.is_some();
         let message = webhook::message(webhook::Input {
             receiver: &ctx.receiver.name,
             group_key: ctx.group_key,

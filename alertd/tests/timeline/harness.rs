@@ -4,6 +4,7 @@
 use argus_alertd::clock::TokioClock;
 use argus_alertd::nflog::MemLog;
 use argus_alertd::notify::{ChannelNotifier, Notification};
+use argus_alertd::runner::Shared;
 use argus_alertd::silence::MemSilences;
 use argus_alertd::{Engine, PostableAlert, Timestamp, config};
 use std::collections::BTreeMap;
@@ -31,17 +32,29 @@ pub fn alert(labels: &[(&str, &str)], ends: Option<u64>) -> PostableAlert {
 pub struct Timeline {
     pub config: String,
     pub silences: Arc<MemSilences>,
-    pushes: Vec<(Duration, Vec<PostableAlert>)>,
+    steps: Vec<(Duration, Step)>,
+}
+
+enum Step {
+    Push(Vec<PostableAlert>),
+    /// Acknowledges the incident with this engine id, as `POST /api/v1/incidents/{id}/ack` does.
+    Ack(u64),
 }
 
 impl Timeline {
     pub fn new(config: &str) -> Self {
-        Timeline { config: config.to_string(), silences: Arc::new(MemSilences::default()), pushes: Vec::new() }
+        Timeline { config: config.to_string(), silences: Arc::new(MemSilences::default()), steps: Vec::new() }
     }
 
     /// Posts `alerts` at `at` after the start.
     pub fn push(mut self, at: Duration, alerts: Vec<PostableAlert>) -> Self {
-        self.pushes.push((at, alerts));
+        self.steps.push((at, Step::Push(alerts)));
+        self
+    }
+
+    /// Acknowledges incident `id` (the engine's number, as notified) at `at` after the start.
+    pub fn ack(mut self, at: Duration, id: u64) -> Self {
+        self.steps.push((at, Step::Ack(id)));
         self
     }
 
@@ -52,20 +65,39 @@ impl Timeline {
         let engine =
             Engine::new(cfg, self.silences.clone(), Arc::new(MemLog::default()), Arc::new(ChannelNotifier(ntx)));
         let clock = TokioClock::starting_at(T0);
-        let (atx, arx) = mpsc::channel(16);
-        let runner = tokio::spawn(argus_alertd::runner::run(engine, clock.clone(), arx));
-        for (at, alerts) in self.pushes {
+        let shared = Shared::new(engine, clock.clone());
+        let timers = tokio::spawn(argus_alertd::runner::run_shared(shared.clone()));
+        let mut seen: Vec<Notification> = Vec::new();
+        for (at, step) in self.steps {
             tokio::time::sleep_until(clock.instant_at(T0 + at)).await;
-            atx.send(alerts).await.unwrap();
+            while let Ok(n) = nrx.try_recv() {
+                seen.push(n);
+            }
+            let now = shared.now();
+            let mut engine = shared.lock();
+            engine.advance(now);
+            match step {
+                Step::Push(alerts) => engine.post(now, alerts).unwrap(),
+                Step::Ack(id) => {
+                    let opened_at = seen
+                        .iter()
+                        .filter_map(|n| n.message.argus.as_ref()?.incident.as_ref())
+                        .find(|i| i.id == id)
+                        .map(|i| i.opened_at)
+                        .expect("acknowledging an incident that was notified");
+                    assert!(engine.acknowledge(id, opened_at), "incident {id} is tracked");
+                }
+            }
+            engine.advance(now);
+            drop(engine);
+            shared.changed();
         }
         tokio::time::sleep_until(clock.instant_at(T0 + until)).await;
-        drop(atx);
-        runner.await.unwrap();
-        let mut out = Vec::new();
+        timers.abort();
         while let Ok(n) = nrx.try_recv() {
-            out.push(render(&n));
+            seen.push(n);
         }
-        out.join("\n")
+        seen.iter().map(render).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -85,6 +117,9 @@ fn render(n: &Notification) -> String {
     if let Some(x) = &m.argus {
         if let Some(i) = &x.incident {
             line.push_str(&format!(" incident={} cause={}", i.id, i.probable_cause));
+        }
+        if let Some(e) = &x.escalation {
+            line.push_str(&format!(" escalated-after={}s", e.unacknowledged_seconds));
         }
         if !x.flapping.is_empty() {
             line.push_str(&format!(" flapping={:?}", x.flapping.values().collect::<Vec<_>>()));

@@ -1,0 +1,177 @@
+//! Escalation (alertd's own): an incident with a firing alert that matches an escalation rule, and
+//! that nobody has acknowledged `after` its first notification, is notified to the rule's receiver
+//! as well — once per rule. An acknowledgement (`POST /api/v1/incidents/{id}/ack`) stops every
+//! escalation of the incident still due.
+//!
+//! Pure bookkeeping over explicit times, like the rest of the engine: the engine asks `next_due`
+//! for its timer and calls `take_due` when the time comes.
+
+use crate::time::Timestamp;
+use argus_model::{Labels, Matcher};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct EscalationRule {
+    /// An incident escalates under this rule when one of its firing alerts matches all of these.
+    pub matchers: Vec<Matcher>,
+    /// Time from the incident's first notification without an acknowledgement.
+    pub after: Duration,
+    pub receiver: String,
+}
+
+impl EscalationRule {
+    pub fn matches(&self, labels: &Labels) -> bool {
+        self.matchers.iter().all(|m| m.matches(labels.get(&m.name).unwrap_or("")))
+    }
+}
+
+/// An incident notified at least once.
+#[derive(Debug, Clone)]
+struct Tracked {
+    /// Its route group and aggregation group.
+    route_group: String,
+    group_key: String,
+    /// When the correlator opened it: with its id, what names it in the history database.
+    opened_at: Timestamp,
+    /// Its first notification.
+    notified_at: Timestamp,
+    acked: bool,
+    /// Per rule: escalated (or found not to apply) already.
+    done: Vec<bool>,
+}
+
+/// One escalation due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Due {
+    pub at: Timestamp,
+    pub incident: u64,
+    pub rule: usize,
+    pub route_group: String,
+    pub group_key: String,
+}
+
+#[derive(Debug, Default)]
+pub struct Escalator {
+    rules: Vec<EscalationRule>,
+    /// By engine incident id.
+    tracked: BTreeMap<u64, Tracked>,
+}
+
+impl Escalator {
+    pub fn new(rules: Vec<EscalationRule>) -> Escalator {
+        Escalator { rules, tracked: BTreeMap::new() }
+    }
+
+    pub fn rule(&self, i: usize) -> &EscalationRule {
+        &self.rules[i]
+    }
+
+    /// Records a notification of incident `id` at `at`; the first one starts its escalation clock.
+    pub fn notified(&mut self, id: u64, route_group: &str, group_key: &str, opened_at: Timestamp, at: Timestamp) {
+        if self.rules.is_empty() {
+            return;
+        }
+        let n = self.rules.len();
+        self.tracked.entry(id).or_insert_with(|| Tracked {
+            route_group: route_group.to_string(),
+            group_key: group_key.to_string(),
+            opened_at,
+            notified_at: at,
+            acked: false,
+            done: vec![false; n],
+        });
+    }
+
+    /// Acknowledges incident `id` opened at `opened_at` (both as the history database has them, so an
+    /// id reused after a restart is not mistaken for another incident). False when it is not tracked.
+    pub fn acknowledge(&mut self, id: u64, opened_at: Timestamp) -> bool {
+        match self.tracked.get_mut(&id) {
+            Some(t) if t.opened_at == opened_at => {
+                t.acked = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn acknowledged(&self, id: u64) -> bool {
+        self.tracked.get(&id).is_some_and(|t| t.acked)
+    }
+
+    fn dues(&self) -> impl Iterator<Item = Due> + '_ {
+        self.tracked.iter().filter(|(_, t)| !t.acked).flat_map(move |(&id, t)| {
+            t.done.iter().enumerate().filter(|(_, d)| !**d).map(move |(i, _)| Due {
+                at: t.notified_at + self.rules[i].after,
+                incident: id,
+                rule: i,
+                route_group: t.route_group.clone(),
+                group_key: t.group_key.clone(),
+            })
+        })
+    }
+
+    /// The earliest escalation still to run.
+    pub fn next_due(&self) -> Option<Timestamp> {
+        self.dues().map(|d| d.at).min()
+    }
+
+    /// The earliest escalation due at or before `now`, marked done.
+    pub fn take_due(&mut self, now: Timestamp) -> Option<Due> {
+        let due = self.dues().filter(|d| d.at <= now).min_by_key(|d| (d.at, d.incident, d.rule))?;
+        if let Some(t) = self.tracked.get_mut(&due.incident) {
+            t.done[due.rule] = true;
+        }
+        Some(due)
+    }
+
+    /// Forgets incidents for which `open` says no (closed by the correlator).
+    pub fn gc(&mut self, mut open: impl FnMut(&str, u64) -> bool) {
+        self.tracked.retain(|&id, t| open(&t.route_group, id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(after: u64, receiver: &str) -> EscalationRule {
+        EscalationRule {
+            matchers: vec![Matcher::eq("severity", "critical")],
+            after: Duration::from_secs(after),
+            receiver: receiver.into(),
+        }
+    }
+
+    #[test]
+    fn due_in_order_once_each_and_ack_stops_the_rest() {
+        let mut e = Escalator::new(vec![rule(600, "lead"), rule(1800, "manager")]);
+        assert_eq!(e.next_due(), None);
+        e.notified(1, "g", "k1", Timestamp(0), Timestamp(30_000));
+        e.notified(1, "g", "k1", Timestamp(0), Timestamp(90_000));
+        e.notified(2, "g", "k2", Timestamp(5), Timestamp(60_000));
+        assert_eq!(e.next_due(), Some(Timestamp(630_000)), "the first notification starts the clock");
+        assert_eq!(e.take_due(Timestamp(600_000)), None);
+        let d = e.take_due(Timestamp(700_000)).unwrap();
+        assert_eq!((d.incident, d.rule, d.at), (1, 0, Timestamp(630_000)));
+        let d = e.take_due(Timestamp(700_000)).unwrap();
+        assert_eq!((d.incident, d.rule), (2, 0));
+        assert_eq!(e.take_due(Timestamp(700_000)), None);
+        assert!(!e.acknowledge(2, Timestamp(6)), "another incident with a reused id");
+        assert!(e.acknowledge(2, Timestamp(5)));
+        assert_eq!(e.next_due(), Some(Timestamp(1_830_000)));
+        assert_eq!(e.take_due(Timestamp(9_000_000)).map(|d| (d.incident, d.rule)), Some((1, 1)));
+        assert_eq!(e.next_due(), None);
+        e.gc(|_, id| id != 1);
+        assert!(e.acknowledged(2));
+        assert!(!e.acknowledged(1));
+    }
+
+    #[test]
+    fn no_rules_tracks_nothing() {
+        let mut e = Escalator::new(Vec::new());
+        e.notified(1, "g", "k", Timestamp(0), Timestamp(0));
+        assert_eq!(e.next_due(), None);
+        assert!(!e.acknowledge(1, Timestamp(0)));
+    }
+}
