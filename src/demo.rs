@@ -33,7 +33,7 @@ pub const BACKFILL: Duration = Duration::from_secs(6 * 3600);
 /// Time between two written points, live and in the backfill.
 pub const STEP: Duration = Duration::from_secs(10);
 /// When the fault begins, after start.
-pub const FAULT_AFTER: Duration = Duration::from_secs(20);
+pub const FAULT_AFTER: Duration = Duration::from_secs(10);
 /// The GPU that fails.
 pub const FAULT_GPU: usize = 5;
 /// When its Xid is logged, after the fault begins.
@@ -85,13 +85,15 @@ impl Demo {
         let fault = (t - self.fault_at_ms()) as f64 / 1000.0;
         for (i, g) in self.gpus.iter().enumerate() {
             let mut util = at(&g.util, t) / 100.0;
-            // A GPU warms with its load and drifts a little on its own (seconds-scale airflow).
-            let wobble = ((t as f64 / 37_000.0) + i as f64 * 1.7).sin() * 0.8;
-            let mut temp = 36.0 + 2.0 * i as f64 % 5.0 + 30.0 * util + wobble;
+            // A GPU warms with its load of the last few minutes (its heat sink's inertia) and drifts a
+            // little on its own.
+            let recent = (0..5).map(|k| at(&g.util, t - k * 60_000)).sum::<f64>() / 500.0;
+            let wobble = ((t as f64 / 37_000.0) + i as f64 * 1.7).sin() * 0.5;
+            let mut temp = 38.0 + (2 * i % 5) as f64 + 22.0 * recent + wobble;
             if i == FAULT_GPU && fault >= 0.0 {
-                // Its work stops within 30 s; its temperature climbs a degree a second to 95 °C.
-                util *= 1.0 - (fault / 30.0).min(1.0);
-                temp = (temp + fault).min(95.0);
+                // Its work stops within 20 s; its temperature climbs 1.5 °C a second to 95 °C.
+                util *= 1.0 - (fault / 20.0).min(1.0);
+                temp = (temp + 1.5 * fault).min(95.0);
             }
             let power = 65.0 + 230.0 * util + wobble;
             let memory = at(&g.memory, t);
@@ -293,6 +295,14 @@ pub async fn prepare(cfg: &mut crate::config::Config, data_dir: &Path, db: Arc<D
             Some(path)
         }
     };
+    // The default rules, with GPU peers compared over one minute rather than five, so the fault is
+    // flagged within a minute of starting.
+    if cfg.analyzer.rules.is_empty() {
+        cfg.analyzer.rules = argus_analyzer::runtime::config::default_rules();
+        for r in cfg.analyzer.rules.iter_mut().filter(|r| r.peer_by.iter().any(|l| l == "host")) {
+            r.peer_window = Some("1m".into());
+        }
+    }
     let now = argus_store::db::now_ms();
     let demo = Arc::new(Demo::new(now)?);
     let (d, w) = (demo.clone(), db.clone());
@@ -489,7 +499,7 @@ mod tests {
         let mut after = String::new();
         d.lines(d.fault_at_ms() + 60_000, &mut after);
         assert_eq!(field(&after, FAULT_GPU, "utilization_ratio"), 0.0);
-        assert!(field(&after, FAULT_GPU, "temperature_celsius") > field(&before, FAULT_GPU, "temperature_celsius") + 40.0);
+        assert!(field(&after, FAULT_GPU, "temperature_celsius") > field(&before, FAULT_GPU, "temperature_celsius") + 30.0);
         let peers_busy = (0..8).filter(|&i| i != FAULT_GPU && field(&after, i, "utilization_ratio") > 0.0).count();
         assert!(peers_busy >= 4, "{after}");
         // Every series is marked as demo data.
