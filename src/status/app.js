@@ -227,10 +227,13 @@ async function loadAnomalies() {
     rows.slice(0, 2).map(async (f) => {
       const labels = Object.assign({}, f.labels);
       delete labels.__name__;
+      // The analyzer's band series carry the detector as `model`, in place of a series' own `model`.
+      const bandLabels = Object.assign({}, labels, { metric: f.metric });
+      delete bandLabels.model;
       const [actual, lower, upper] = await Promise.all([
         range(selector(f.metric, labels), end - 3600, end),
-        range(selector("argus_yhat_lower", Object.assign({ metric: f.metric }, labels)), end - 3600, end),
-        range(selector("argus_yhat_upper", Object.assign({ metric: f.metric }, labels)), end - 3600, end),
+        range(selector("argus_yhat_lower", bandLabels), end - 3600, end),
+        range(selector("argus_yhat_upper", bandLabels), end - 3600, end),
       ]);
       return chart(`${f.metric} ${labelText(labels, ["cluster", "demo"])}`, {
         actual: actual[0] || [],

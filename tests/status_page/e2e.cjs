@@ -80,7 +80,9 @@ async function main() {
         return { actual_points: actual ? actual.getAttribute("d").split(/[ML]/).length - 1 : 0, band: !!band };
       }),
     );
-    if (!result.charts.some((c) => c.actual_points > 10)) throw new Error(`charts are empty: ${JSON.stringify(result.charts)}`);
+    if (!result.charts.some((c) => c.actual_points > 10 && c.band)) {
+      throw new Error(`no chart with an actual line and its expected band: ${JSON.stringify(result.charts)}`);
+    }
     result.forecasts_empty_text = await page.isVisible("#forecasts .empty");
     result.anomaly_rows = await page.locator("#anomalies tbody tr").count();
     result.notification_rows = await page.locator("#notifications tbody tr").count();
