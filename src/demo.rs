@@ -91,9 +91,9 @@ impl Demo {
             let wobble = ((t as f64 / 37_000.0) + i as f64 * 1.7).sin() * 0.5;
             let mut temp = 38.0 + (2 * i % 5) as f64 + 22.0 * recent + wobble;
             if i == FAULT_GPU && fault >= 0.0 {
-                // Its work stops within 20 s; its temperature climbs 1.5 °C a second to 95 °C.
+                // Its work stops within 20 s; its temperature climbs 2 °C a second to 95 °C.
                 util *= 1.0 - (fault / 20.0).min(1.0);
-                temp = (temp + 1.5 * fault).min(95.0);
+                temp = (temp + 2.0 * fault).min(95.0);
             }
             let power = 65.0 + 230.0 * util + wobble;
             let memory = at(&g.memory, t);
@@ -224,7 +224,9 @@ fn number(s: &str, what: &str, line: usize) -> Result<Option<f64>> {
 /// `timestamp_anon,container_ip,duty_cycle,memory_used_bytes`, rows in time order.
 fn gpus(csv: &str) -> Result<Vec<Gpu>> {
     let mut order: Vec<String> = Vec::new();
-    let mut cols: Vec<(Vec<Option<f64>>, Vec<Option<f64>>)> = Vec::new();
+    // Per pod: duty cycle and memory, `None` where the trace has no sample.
+    type Column = Vec<Option<f64>>;
+    let mut cols: Vec<(Column, Column)> = Vec::new();
     for (n, line) in csv.lines().enumerate().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
         let [_, pod, util, mem] = f[..] else { bail!("demo/alibaba_gpu.csv:{}: expected 4 fields", n + 1) };
@@ -295,14 +297,15 @@ pub async fn prepare(cfg: &mut crate::config::Config, data_dir: &Path, db: Arc<D
             Some(path)
         }
     };
-    // The default rules, with GPU peers compared over one minute rather than five, so the fault is
-    // flagged within a minute of starting.
+    // The default rules, with GPU peers compared over 30 s rather than five minutes and alerts after
+    // two anomalous steps rather than three, so the fault is an incident within about a minute.
     if cfg.analyzer.rules.is_empty() {
         cfg.analyzer.rules = argus_analyzer::runtime::config::default_rules();
         for r in cfg.analyzer.rules.iter_mut().filter(|r| r.peer_by.iter().any(|l| l == "host")) {
-            r.peer_window = Some("1m".into());
+            r.peer_window = Some("30s".into());
         }
     }
+    cfg.analyzer.alert_after.get_or_insert(2);
     let now = argus_store::db::now_ms();
     let demo = Arc::new(Demo::new(now)?);
     let (d, w) = (demo.clone(), db.clone());
@@ -324,7 +327,9 @@ impl Prepared {
         println!(
             "  demo data      Alibaba GenAI GPU trace (8 GPUs on {HOST}) and Helios GPU pools, replayed as cluster=\"demo\", demo=\"true\""
         );
-        println!("  demo fault     GPU {FAULT_GPU} on {HOST} fails in {fault_in} s: utilisation collapses, temperature climbs, Xid 79");
+        println!(
+            "  demo fault     GPU {FAULT_GPU} on {HOST} fails in {fault_in} s: utilisation collapses, temperature climbs, Xid 79"
+        );
         println!("  notifications  {}  (demo receiver at http://{}/)", self.receiver.log.display(), self.receiver.addr);
         if let Some(p) = &self.alertd_config {
             println!("  alertd config  {}", p.display());
@@ -478,7 +483,7 @@ mod tests {
         let v = [10.0, 20.0, 40.0];
         assert_eq!(at(&v, 0), 10.0);
         assert_eq!(at(&v, 30_000), 15.0);
-        assert_eq!(at(&v, 150_000), 30.0);
+        assert_eq!(at(&v, 90_000), 30.0);
         // Past the end it wraps: minute 3 is minute 0 again, and 2.5 is halfway from 40 back to 10.
         assert_eq!(at(&v, 180_000), 10.0);
         assert_eq!(at(&v, 2 * 60_000 + 30_000), 25.0);
@@ -499,7 +504,9 @@ mod tests {
         let mut after = String::new();
         d.lines(d.fault_at_ms() + 60_000, &mut after);
         assert_eq!(field(&after, FAULT_GPU, "utilization_ratio"), 0.0);
-        assert!(field(&after, FAULT_GPU, "temperature_celsius") > field(&before, FAULT_GPU, "temperature_celsius") + 30.0);
+        assert!(
+            field(&after, FAULT_GPU, "temperature_celsius") > field(&before, FAULT_GPU, "temperature_celsius") + 30.0
+        );
         let peers_busy = (0..8).filter(|&i| i != FAULT_GPU && field(&after, i, "utilization_ratio") > 0.0).count();
         assert!(peers_busy >= 4, "{after}");
         // Every series is marked as demo data.
@@ -512,7 +519,7 @@ mod tests {
     #[test]
     fn backfill_writes_the_history_up_to_now() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(argus_store::Options { data_dir: dir.path().into(), ..Default::default() }).unwrap();
+        let db = Db::open(argus_store::Options::new(dir.path())).unwrap();
         let now = argus_store::db::now_ms();
         let d = Demo::new(now).unwrap();
         let points = d.backfill(&db, now).unwrap();

@@ -83,7 +83,8 @@ fn wait_for<T>(what: &str, limit: Duration, s: &Server, mut f: impl FnMut() -> O
 
 #[test]
 fn the_demo_incident_is_acknowledged_and_silenced_from_the_status_page() {
-    let chromium = which("chromium").expect("the status page test needs Debian's chromium: run scripts/install-peers.sh");
+    let chromium =
+        which("chromium").expect("the status page test needs Debian's chromium: run scripts/install-peers.sh");
     let node = which("node").expect("the status page test needs node");
     let playwright = playwright_core();
     let started = Instant::now();
@@ -130,7 +131,11 @@ fn the_demo_incident_is_acknowledged_and_silenced_from_the_status_page() {
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the browser run's JSON line");
     eprintln!("browser: {result}");
     println!("status page screenshot: {}", screenshot.display());
-    assert!(std::fs::metadata(&screenshot).is_ok_and(|m| m.len() > 10_000), "no screenshot at {}", screenshot.display());
+    assert!(
+        std::fs::metadata(&screenshot).is_ok_and(|m| m.len() > 10_000),
+        "no screenshot at {}",
+        screenshot.display()
+    );
 
     // What the page did, as the API sees it.
     let id = result["incident"].as_i64().expect("incident id");
