@@ -155,3 +155,41 @@ fn the_demo_incident_is_acknowledged_and_silenced_from_the_status_page() {
     assert!(silenced.as_array().unwrap().iter().any(|a| a["fingerprint"] == fp), "{silenced}");
     eprintln!("whole test {:.0?}", started.elapsed());
 }
+
+/// With tokens configured the page still loads (it holds no data), while the APIs it calls keep their
+/// scopes: reading needs `read`, acknowledging and silencing `admin`, sent as the page sends them.
+#[test]
+fn the_page_is_open_and_its_apis_keep_their_scopes() {
+    // SHA-256 of "reader-token" and "admin-token".
+    let s = Server::with_config(
+        r#"
+[[auth.tokens]]
+name = "grafana"
+scopes = ["read"]
+sha256 = "ba5005a40cf5212e4ac0190104cc127edab013294bb71279a975b27a80982d45"
+
+[[auth.tokens]]
+name = "ops"
+scopes = ["admin"]
+sha256 = "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a"
+"#,
+    );
+    for path in ["/", "/status", "/status/app.js", "/status/style.css"] {
+        let r = s.get(path);
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        assert!(r.header("content-security-policy").is_some_and(|c| c.contains("default-src 'self'")), "{path}");
+    }
+    assert_eq!(s.get("/api/v1/incidents").status, 401);
+    let read = [("authorization", "Bearer reader-token")];
+    assert_eq!(s.get_with("/api/v1/incidents", &read).status, 200);
+    assert_eq!(s.get_with("/api/v2/alerts", &read).status, 200);
+    let silence = r#"{"matchers":[{"name":"alertname","value":"X","isRegex":false,"isEqual":true}],
+        "startsAt":"2026-01-01T00:00:00Z","endsAt":"2099-01-01T00:00:00Z","createdBy":"status page","comment":"c"}"#;
+    let json = ("content-type", "application/json");
+    assert_eq!(s.post("/api/v2/silences", &[read[0], json], silence).status, 403);
+    let admin = ("authorization", "Bearer admin-token");
+    assert_eq!(s.post("/api/v2/silences", &[admin, json], silence).status, 200);
+    // No incident 7: the acknowledgement is authorised, and then not found.
+    assert_eq!(s.post("/api/v1/incidents/7/ack", &[read[0]], "").status, 403);
+    assert_eq!(s.post("/api/v1/incidents/7/ack", &[admin], "").status, 404);
+}
