@@ -266,8 +266,9 @@ async function loadForecasts() {
     data = null; // an analyzer without forecasters answers with an error: nothing to show yet
   }
   const forecasts = Array.isArray(data) ? data.filter((f) => f.points && f.points.length) : [];
-  document.querySelector("#forecasts .empty").hidden = forecasts.length > 0;
-  const charts = await Promise.all(
+  const charts = forecasts.length ? [] : await forecastsFromSeries();
+  document.querySelector("#forecasts .empty").hidden = forecasts.length + charts.length > 0;
+  charts.push(...await Promise.all(
     forecasts.slice(0, 4).map(async (f) => {
       const last = f.points[f.points.length - 1].t;
       const start = f.made_at - 3 * 3600;
@@ -283,8 +284,36 @@ async function loadForecasts() {
         legend: ["actual", "forecast", "band"],
       });
     }),
-  );
+  ));
   document.getElementById("forecast-charts").replaceChildren(...charts);
+}
+
+// Without the forecasts API: the analyzer's `argus_yhat{horizon="15m"}` series (each point the forecast
+// for 15 minutes after its time), drawn where it lands against the actual series.
+async function forecastsFromSeries() {
+  const end = Date.now() / 1000;
+  const data = await envelope(`/api/v1/query?query=${encodeURIComponent('argus_yhat{horizon="15m"}')}`);
+  const series = ((data && data.result) || []).slice(0, 4);
+  return Promise.all(
+    series.map(async (s) => {
+      const own = Object.assign({}, s.metric);
+      delete own.__name__;
+      // The target's labels: without the forecast's own, and without `model`, which the forecast reuses.
+      const labels = Object.assign({}, own);
+      const metric = labels.metric;
+      for (const k of ["metric", "model", "horizon"]) delete labels[k];
+      const [actual, yhat] = await Promise.all([
+        range(selector(metric, labels), end - 3 * 3600, end),
+        range(selector("argus_yhat", own), end - 3 * 3600, end),
+      ]);
+      return chart(`${metric} ${labelText(labels, ["cluster", "demo"])} · ${own.model || ""} · 15 min ahead`, {
+        actual: actual[0] || [],
+        yhat: (yhat[0] || []).map(([t, v]) => [t + 900, v]),
+        now: end,
+        legend: ["actual", "forecast"],
+      });
+    }),
+  );
 }
 
 async function loadCapacity() {
@@ -294,23 +323,36 @@ async function loadCapacity() {
   } catch (e) {
     data = null;
   }
-  const rows = Array.isArray(data) ? data : [];
+  const rows = Array.isArray(data) ? data : await capacityFromSeries();
   fill(
     "capacity",
     rows.map((r) =>
       el(
         "tr",
         {},
-        el("td", {}, r.pool),
-        el("td", { class: "num" }, r.current),
+        el("td", {}, r.pool ?? ""),
+        el("td", { class: "num" }, r.current ?? ""),
         el("td", { class: "num" }, num(r.demand)),
         el("td", { class: "num" }, num(r.forecast_upper)),
-        el("td", { class: "num" }, r.desired),
-        el("td", { class: "num" }, r.recommended),
+        el("td", { class: "num" }, r.desired ?? ""),
+        el("td", { class: "num" }, r.recommended ?? ""),
         el("td", {}, typeof r.action === "string" ? r.action : JSON.stringify(r.action)),
       ),
     ),
   );
+}
+
+// Without the capacity API: the latest `argus_capacity_*` series, one row per pool.
+async function capacityFromSeries() {
+  const q = '{__name__=~"argus_capacity_(current|demand|forecast_upper|desired|recommended)"}';
+  const data = await envelope(`/api/v1/query?query=${encodeURIComponent(q)}`);
+  const pools = new Map();
+  for (const s of (data && data.result) || []) {
+    const pool = s.metric.pool || "";
+    if (!pools.has(pool)) pools.set(pool, { pool, action: "" });
+    pools.get(pool)[s.metric.__name__.replace("argus_capacity_", "")] = parseFloat(s.value[1]);
+  }
+  return [...pools.values()];
 }
 
 async function loadNotifications() {
