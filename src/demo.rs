@@ -97,12 +97,26 @@ impl Demo {
             }
             let power = 65.0 + 230.0 * util + wobble;
             let memory = at(&g.memory, t);
+            // The rest of what the collector reports for a healthy 80 GiB board, derived: clocks boost
+            // under load, HBM runs a few degrees above the die, a process holds the memory it uses.
+            let clock = if util > 0.05 { 1.41e9 } else { 0.21e9 };
+            let processes = i32::from(memory > 1e9);
+            let gpu = format!(
+                "gpu,cluster=demo,demo=true,host={HOST},gpu={i},uuid=GPU-demo-{},model=demo",
+                g.pod.get(..12).unwrap_or(&g.pod)
+            );
             let _ = writeln!(
                 out,
-                "gpu,cluster=demo,demo=true,host={HOST},gpu={i},uuid=GPU-demo-{},model=demo utilization_ratio={util},\
-                 temperature_celsius={temp},power_watts={power},memory_used_bytes={memory} {t}",
-                &g.pod[..g.pod.len().min(12)],
+                "{gpu} utilization_ratio={util},temperature_celsius={temp},power_watts={power},memory_used_bytes={memory},\
+                 memory_total_bytes=85899345920,power_limit_watts=400,sm_clock_hertz={clock},\
+                 memory_temperature_celsius={},processes={processes},ecc_errors_corrected_total=0,\
+                 ecc_errors_uncorrected_total=0,pcie_replays_total=0,remapped_rows_uncorrectable=0,\
+                 remapped_rows_pending=0 {t}",
+                temp + 4.0,
             );
+            // A GPU past 90 °C slows its clocks to cool down.
+            let hot = i32::from(temp >= 90.0);
+            let _ = writeln!(out, "{gpu},reason=hw_thermal_slowdown throttle_reason={hot} {t}");
             // The Xid counter starts at 0 just before its first count, as the collector's does.
             if i == FAULT_GPU && fault >= 0.0 {
                 let count = i32::from(t >= self.xid_at_ms());
@@ -498,6 +512,7 @@ mod tests {
 
     #[test]
     fn the_fault_collapses_one_gpu_and_heats_it_while_peers_run() {
+        // (Each GPU line is followed by its throttle-reason line, which `field` skips by name.)
         let d = Demo::new(1_000_000).unwrap();
         let mut before = String::new();
         d.lines(d.fault_at_ms() - 10_000, &mut before);
