@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the peer systems used by the side-by-side benchmarks and tests (see shared/peers.md):
-#   victoria-metrics, prometheus, prometheus-alertmanager, prometheus-node-exporter, python3-aiosmtpd
+#   victoria-metrics, prometheus, prometheus-alertmanager, prometheus-node-exporter, python3-aiosmtpd,
+#   chromium (the status page's end-to-end test drives it headless)
 # Idempotent: installs only what is missing, runs `apt-get update` at most once and only when something
 # is missing. Must run as root (CI does). Package services are not started (policy-rc.d denies it while
 # installing); scripts start each peer on loopback themselves. Prints the versions found.
@@ -13,8 +14,9 @@ declare -A CMD=(
   [prometheus-alertmanager]=prometheus-alertmanager
   [prometheus-node-exporter]=prometheus-node-exporter
   [python3-aiosmtpd]=
+  [chromium]=chromium
 )
-PKGS=(victoria-metrics prometheus prometheus-alertmanager prometheus-node-exporter python3-aiosmtpd)
+PKGS=(victoria-metrics prometheus prometheus-alertmanager prometheus-node-exporter python3-aiosmtpd chromium)
 
 installed() {
   local pkg=$1 cmd=${CMD[$1]}

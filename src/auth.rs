@@ -68,6 +68,10 @@ impl Scopes {
 const MAP: &[(Option<Method>, &str, Option<Scope>)] = &[
     (None, "/-/healthy", None),
     (None, "/-/ready", None),
+    // The status page and its assets hold no data; the APIs it calls keep their scopes.
+    (Some(Method::GET), "/", None),
+    (Some(Method::GET), "/status", None),
+    (Some(Method::GET), "/status/*", None),
     (None, "/api/v2/write", Some(Scope::Write)),
     (None, "/write", Some(Scope::Write)),
     (None, "/api/v1/write", Some(Scope::Write)),

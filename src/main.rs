@@ -5,9 +5,11 @@ mod analyze;
 mod auth;
 mod collect;
 mod config;
+mod demo;
 mod eval;
 mod serve;
 mod simulate;
+mod status;
 mod tls;
 mod token;
 

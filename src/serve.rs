@@ -29,6 +29,10 @@ pub struct Args {
     /// Do not run the local node collector.
     #[arg(long)]
     no_collector: bool,
+    /// Also replay real GPU-cluster telemetry as a demo cluster (labelled `demo="true"`) with a fault
+    /// injected; the data directory defaults to ./data-demo and notifications go to a log there.
+    #[arg(long)]
+    demo: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -41,7 +45,9 @@ pub fn run(args: Args) -> Result<()> {
         Some(p) => Config::load(p)?,
         None => Config::default(),
     };
-    let mut opts = cfg.store_options(&PathBuf::from("data"))?;
+    // A demo never mixes with real data: it has its own default data directory.
+    let default_dir = if args.demo { "data-demo" } else { "data" };
+    let mut opts = cfg.store_options(&PathBuf::from(default_dir))?;
     if let Some(d) = &args.data_dir {
         opts.data_dir = d.clone();
     }
@@ -61,7 +67,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let max_concurrent = cfg.server.max_concurrent_requests;
-    rt.block_on(serve(cfg, opts, Listen { addr: listen, auth, tls, max_concurrent }, args.no_collector))
+    let listen = Listen { addr: listen, auth, tls, max_concurrent };
+    rt.block_on(serve(cfg, opts, listen, Mode { no_collector: args.no_collector, demo: args.demo }))
 }
 
 /// The listener's address, access policy, TLS configuration and concurrency limit.
@@ -133,13 +140,28 @@ impl Listen {
     }
 }
 
-async fn serve(cfg: Config, opts: argus_store::Options, mut listen: Listen, no_collector: bool) -> Result<()> {
+/// What runs besides the store and the APIs.
+struct Mode {
+    no_collector: bool,
+    demo: bool,
+}
+
+async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, mode: Mode) -> Result<()> {
+    let no_collector = mode.no_collector;
     if let Some(remote) = cfg.remote_backend()? {
+        if mode.demo {
+            anyhow::bail!("--demo runs on the embedded store; the configuration names a remote one");
+        }
         return serve_remote(remote, listen).await;
     }
     let data_dir = opts.data_dir.clone();
     let db = tokio::task::spawn_blocking(move || Db::open(opts)).await?.context("opening the store")?;
     let db = Arc::new(db);
+    // === demo: its receiver and alertd configuration first, and history before the analyzer warms up ===
+    let demo = match mode.demo {
+        true => Some(crate::demo::prepare(&mut cfg, &data_dir, db.clone()).await?),
+        false => None,
+    };
     let mut registry = prometheus_client::registry::Registry::default();
     // === alertd ===
     let limits = cfg.limits()?;
@@ -157,6 +179,11 @@ async fn serve(cfg: Config, opts: argus_store::Options, mut listen: Listen, no_c
         None => app,
     };
     let (analyzer_stop, analyzer_stopped) = tokio::sync::oneshot::channel::<()>();
+    let app = app.merge(crate::status::router());
+    let app = match &demo {
+        Some(d) => app.merge(d.router()),
+        None => app,
+    };
     let (app, analyzer) = match analyzer {
         Some(a) => {
             let task = tokio::spawn(a.analyzer.run(async move {
@@ -185,6 +212,16 @@ async fn serve(cfg: Config, opts: argus_store::Options, mut listen: Listen, no_c
         backend = "embedded",
         "Argus is up: write to {scheme}://{listen}/api/v2/write, query at {scheme}://{listen}/api/v1/query, metrics at {scheme}://{listen}/metrics"
     );
+    let base = format!("{scheme}://{listen}");
+    println!("Argus is up{}", if demo.is_some() { " with the DEMO cluster (demo data, not yours)" } else { "" });
+    println!("  status page    {base}/");
+    println!("  API            {base}/api/v1/query  (Prometheus), {base}/api/v2/alerts  (Alertmanager)");
+    println!("  metrics        {base}/metrics");
+    println!("  data dir       {}", data_dir.display());
+    let demo_task = demo.map(|d| {
+        d.print();
+        d.start()
+    });
     // The node collector of this machine, shipping to this server over loopback remote write (so its
     // spool covers the store being busy or restarting) unless [collector] names its own sinks.
     let (collector_stop, collector_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -233,6 +270,9 @@ async fn serve(cfg: Config, opts: argus_store::Options, mut listen: Listen, no_c
         None => server.await??,
     }
     upkeep.abort();
+    if let Some(d) = demo_task {
+        d.abort();
+    }
     drop(alertd);
     tracing::info!("Shutting down: flushing the head into blocks");
     let d = db.clone();

@@ -1,0 +1,553 @@
+//! `argus serve --demo`: real GPU-cluster telemetry replayed as a live demo cluster, with a fault.
+//!
+//! The traces are small excerpts embedded in the binary (demo/README.md names their sources and
+//! licenses): eight GPUs of Alibaba's GenAI serving trace (duty cycle and memory used) on one demo
+//! host, and three virtual clusters of SenseTime's Helios trace (GPU capacity, running and pending)
+//! as GPU pools. Each trace minute is one wall-clock minute, values interpolated in between, the trace
+//! wrapping around at its end. Temperature and power are derived from the replayed utilisation (the
+//! traces have neither). Every series carries `cluster="demo"` and `demo="true"`.
+//!
+//! At start [`BACKFILL`] of history up to now is written at [`STEP`], so the analyzer warms up at
+//! once; then a point is written every [`STEP`]. [`FAULT_AFTER`] after start GPU [`FAULT_GPU`]
+//! stops working while its peers stay busy: its utilisation collapses, its temperature climbs and
+//! the kernel logs Xid 79 for it. The analyzer flags it, alertd opens an incident and notifies the
+//! demo receiver, a webhook endpoint on its own loopback port that appends every notification it
+//! receives to `demo-notifications.jsonl` in the data directory.
+
+use anyhow::{Context, Result, bail};
+use argus_model::lineprotocol::{Precision, parse_numbered};
+use argus_store::Db;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+const GPU_CSV: &str = include_str!("../demo/alibaba_gpu.csv");
+const POOL_CSV: &str = include_str!("../demo/helios_vc_demand.csv");
+
+/// History written at start: the analyzer warms up on two hours, forecasters want more.
+pub const BACKFILL: Duration = Duration::from_secs(6 * 3600);
+/// Time between two written points, live and in the backfill.
+pub const STEP: Duration = Duration::from_secs(10);
+/// When the fault begins, after start.
+pub const FAULT_AFTER: Duration = Duration::from_secs(10);
+/// The GPU that fails.
+pub const FAULT_GPU: usize = 5;
+/// When its Xid is logged, after the fault begins.
+const XID_AFTER: Duration = Duration::from_secs(10);
+pub const HOST: &str = "demo-gpu-01";
+/// File name of the demo receiver's log, in the data directory.
+pub const NOTIFICATION_LOG: &str = "demo-notifications.jsonl";
+/// File name of the demo's alertd configuration, written to the data directory.
+pub const ALERTD_CONFIG: &str = "demo-alertd.yml";
+
+/// One replayed GPU: its pod in the trace, duty cycle (percent) and memory used (bytes) per minute.
+struct Gpu {
+    pod: String,
+    util: Vec<f64>,
+    memory: Vec<f64>,
+}
+
+/// One replayed pool (a Helios virtual cluster): GPUs it has, running and pending, per minute.
+struct Pool {
+    name: String,
+    capacity: Vec<f64>,
+    running: Vec<f64>,
+    pending: Vec<f64>,
+}
+
+/// The demo cluster: the loaded traces and when the demo started.
+pub struct Demo {
+    gpus: Vec<Gpu>,
+    pools: Vec<Pool>,
+    started_ms: i64,
+}
+
+impl Demo {
+    /// Loads the embedded traces; `started_ms` places the fault.
+    pub fn new(started_ms: i64) -> Result<Demo> {
+        Ok(Demo { gpus: gpus(GPU_CSV)?, pools: pools(POOL_CSV)?, started_ms })
+    }
+
+    pub fn fault_at_ms(&self) -> i64 {
+        self.started_ms + FAULT_AFTER.as_millis() as i64
+    }
+
+    fn xid_at_ms(&self) -> i64 {
+        self.fault_at_ms() + XID_AFTER.as_millis() as i64
+    }
+
+    /// The line-protocol points of the demo cluster at `t` (ms).
+    pub fn lines(&self, t: i64, out: &mut String) {
+        let fault = (t - self.fault_at_ms()) as f64 / 1000.0;
+        for (i, g) in self.gpus.iter().enumerate() {
+            let mut util = at(&g.util, t) / 100.0;
+            // A GPU warms with its load of the last few minutes (its heat sink's inertia) and drifts a
+            // little on its own.
+            let recent = (0..5).map(|k| at(&g.util, t - k * 60_000)).sum::<f64>() / 500.0;
+            let wobble = ((t as f64 / 37_000.0) + i as f64 * 1.7).sin() * 0.5;
+            let mut temp = 38.0 + (2 * i % 5) as f64 + 22.0 * recent + wobble;
+            if i == FAULT_GPU && fault >= 0.0 {
+                // Its work stops within 20 s; its temperature climbs 2 °C a second to 95 °C.
+                util *= 1.0 - (fault / 20.0).min(1.0);
+                temp = (temp + 2.0 * fault).min(95.0);
+            }
+            let power = 65.0 + 230.0 * util + wobble;
+            let memory = at(&g.memory, t);
+            // The rest of what the collector reports for a healthy 80 GiB board, derived: clocks boost
+            // under load, HBM runs a few degrees above the die, a process holds the memory it uses.
+            let clock = if util > 0.05 { 1.41e9 } else { 0.21e9 };
+            let processes = i32::from(memory > 1e9);
+            let gpu = format!(
+                "gpu,cluster=demo,demo=true,host={HOST},gpu={i},uuid=GPU-demo-{},model=demo",
+                g.pod.get(..12).unwrap_or(&g.pod)
+            );
+            let _ = writeln!(
+                out,
+                "{gpu} utilization_ratio={util},temperature_celsius={temp},power_watts={power},memory_used_bytes={memory},\
+                 memory_total_bytes=85899345920,power_limit_watts=400,sm_clock_hertz={clock},\
+                 memory_temperature_celsius={},processes={processes},ecc_errors_corrected_total=0,\
+                 ecc_errors_uncorrected_total=0,pcie_replays_total=0,remapped_rows_uncorrectable=0,\
+                 remapped_rows_pending=0 {t}",
+                temp + 4.0,
+            );
+            // A GPU past 90 °C slows its clocks to cool down.
+            let hot = i32::from(temp >= 90.0);
+            let _ = writeln!(out, "{gpu},reason=hw_thermal_slowdown throttle_reason={hot} {t}");
+            // The Xid counter starts at 0 just before its first count, as the collector's does.
+            if i == FAULT_GPU && fault >= 0.0 {
+                let count = i32::from(t >= self.xid_at_ms());
+                let _ = writeln!(
+                    out,
+                    "gpu,cluster=demo,demo=true,host={HOST},gpu={i},code=79 xid_errors_total={count} {t}"
+                );
+            }
+        }
+        for p in &self.pools {
+            let _ = writeln!(
+                out,
+                "pool,cluster=demo,demo=true,pool={} gpu_capacity={},gpu_running={},gpu_pending={} {t}",
+                p.name,
+                at(&p.capacity, t),
+                at(&p.running, t),
+                at(&p.pending, t),
+            );
+        }
+    }
+
+    /// The kernel log line of the fault's Xid, as a `gpu_xid` event.
+    fn xid_event(&self) -> String {
+        format!(
+            "gpu,cluster=demo,demo=true,host={HOST},gpu={FAULT_GPU},code=79 \
+             xid=\"NVRM: Xid (PCI:0000:9d:00): 79, pid=0, GPU has fallen off the bus.\" {}\n",
+            self.xid_at_ms()
+        )
+    }
+
+    /// Writes the history from `now - BACKFILL` to `now`.
+    pub fn backfill(&self, db: &Db, now: i64) -> Result<usize> {
+        let step = STEP.as_millis() as i64;
+        let mut t = (now - BACKFILL.as_millis() as i64) / step * step;
+        let mut points = 0;
+        let mut text = String::new();
+        while t <= now {
+            text.clear();
+            // An hour at a time keeps each write small.
+            for _ in 0..360 {
+                if t > now {
+                    break;
+                }
+                self.lines(t, &mut text);
+                t += step;
+            }
+            points += write(db, &text)?;
+        }
+        Ok(points)
+    }
+
+    /// Writes a point every [`STEP`] until the task is dropped, and the Xid event once it is due.
+    pub async fn run(self: Arc<Self>, db: Arc<Db>) {
+        let mut tick = tokio::time::interval(STEP);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut xid_logged = false;
+        loop {
+            tick.tick().await;
+            let now = argus_store::db::now_ms();
+            let mut text = String::new();
+            self.lines(now, &mut text);
+            if !xid_logged && now >= self.xid_at_ms() {
+                text.push_str(&self.xid_event());
+                xid_logged = true;
+                tracing::info!(host = HOST, gpu = FAULT_GPU, "Demo: injected Xid 79 on the failing GPU");
+            }
+            let d = db.clone();
+            match tokio::task::spawn_blocking(move || write(&d, &text)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => tracing::warn!(%error, "Demo: writing a point failed"),
+                Err(error) => tracing::warn!(%error, "Demo: the writer task failed"),
+            }
+        }
+    }
+}
+
+fn write(db: &Db, text: &str) -> Result<usize> {
+    let numbered = parse_numbered(text).map_err(|e| anyhow::anyhow!("demo line protocol: {e:?}"))?;
+    let (numbers, lines): (Vec<usize>, Vec<_>) = numbered.into_iter().unzip();
+    let n = lines.iter().map(|l| l.fields.len()).sum();
+    db.write_lines(&lines, &numbers, Precision::Milliseconds, &[]).map_err(|e| anyhow::anyhow!("demo write: {e}"))?;
+    Ok(n)
+}
+
+/// The value of a per-minute trace at `t` (ms): the trace repeats, and is linear between minutes.
+fn at(v: &[f64], t: i64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let minutes = t as f64 / 60_000.0;
+    let i = minutes.floor().rem_euclid(v.len() as f64) as usize;
+    let frac = minutes - minutes.floor();
+    v[i] * (1.0 - frac) + v[(i + 1) % v.len()] * frac
+}
+
+/// Fills the gaps (`None`) of a trace column with the last value seen, and the leading ones with the
+/// first.
+fn held(v: Vec<Option<f64>>) -> Vec<f64> {
+    let first = v.iter().flatten().next().copied().unwrap_or(0.0);
+    let mut last = first;
+    v.into_iter()
+        .map(|x| {
+            last = x.unwrap_or(last);
+            last
+        })
+        .collect()
+}
+
+fn number(s: &str, what: &str, line: usize) -> Result<Option<f64>> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(Some(v)),
+        _ => bail!("demo/{what}:{line}: {s:?} is not a number"),
+    }
+}
+
+/// `timestamp_anon,container_ip,duty_cycle,memory_used_bytes`, rows in time order.
+fn gpus(csv: &str) -> Result<Vec<Gpu>> {
+    let mut order: Vec<String> = Vec::new();
+    // Per pod: duty cycle and memory, `None` where the trace has no sample.
+    type Column = Vec<Option<f64>>;
+    let mut cols: Vec<(Column, Column)> = Vec::new();
+    for (n, line) in csv.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let [_, pod, util, mem] = f[..] else { bail!("demo/alibaba_gpu.csv:{}: expected 4 fields", n + 1) };
+        let i = match order.iter().position(|p| p == pod) {
+            Some(i) => i,
+            None => {
+                order.push(pod.to_string());
+                cols.push(Default::default());
+                order.len() - 1
+            }
+        };
+        cols[i].0.push(number(util, "alibaba_gpu.csv", n + 1)?);
+        cols[i].1.push(number(mem, "alibaba_gpu.csv", n + 1)?);
+    }
+    if order.len() <= FAULT_GPU {
+        bail!("demo/alibaba_gpu.csv: {} GPUs, the demo needs more than {FAULT_GPU}", order.len());
+    }
+    Ok(order.into_iter().zip(cols).map(|(pod, (u, m))| Gpu { pod, util: held(u), memory: held(m) }).collect())
+}
+
+/// `time,vc,total_gpu_num,running_gpu_num,pending_gpu_num`, rows in time order.
+fn pools(csv: &str) -> Result<Vec<Pool>> {
+    let mut out: Vec<Pool> = Vec::new();
+    for (n, line) in csv.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let [_, vc, total, running, pending] = f[..] else {
+            bail!("demo/helios_vc_demand.csv:{}: expected 5 fields", n + 1)
+        };
+        let i = match out.iter().position(|p| p.name == vc) {
+            Some(i) => i,
+            None => {
+                out.push(Pool { name: vc.into(), capacity: vec![], running: vec![], pending: vec![] });
+                out.len() - 1
+            }
+        };
+        let num = |s| number(s, "helios_vc_demand.csv", n + 1).map(Option::unwrap_or_default);
+        out[i].capacity.push(num(total)?);
+        out[i].running.push(num(running)?);
+        out[i].pending.push(num(pending)?);
+    }
+    Ok(out)
+}
+
+// === in `argus serve` ===
+
+/// The demo, prepared: history written, receiver listening, alertd configured to notify it.
+pub struct Prepared {
+    demo: Arc<Demo>,
+    receiver: Receiver,
+    db: Arc<Db>,
+    alertd_config: Option<PathBuf>,
+}
+
+/// Starts the demo receiver, points alertd at it (unless `[alertd] config_file` names a configuration,
+/// which is then used as is) and writes the history, before alertd and the analyzer start.
+pub async fn prepare(cfg: &mut crate::config::Config, data_dir: &Path, db: Arc<Db>) -> Result<Prepared> {
+    let receiver = start_receiver(data_dir).await?;
+    let alertd_config = match &cfg.alertd.config_file {
+        Some(p) => {
+            tracing::warn!(config = %p.display(), "Demo: alertd uses the configured file, not the demo receiver");
+            None
+        }
+        None => {
+            let path = data_dir.join(ALERTD_CONFIG);
+            let text = alertd_config(&format!("http://{}/", receiver.addr));
+            std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+            cfg.alertd.config_file = Some(path.clone());
+            Some(path)
+        }
+    };
+    // The default rules, with GPU peers compared over 30 s rather than five minutes and alerts after
+    // two anomalous steps rather than three, so the fault is an incident within about a minute.
+    if cfg.analyzer.rules.is_empty() {
+        cfg.analyzer.rules = argus_analyzer::runtime::config::default_rules();
+        for r in cfg.analyzer.rules.iter_mut().filter(|r| r.peer_by.iter().any(|l| l == "host")) {
+            r.peer_window = Some("30s".into());
+        }
+    }
+    cfg.analyzer.alert_after.get_or_insert(2);
+    let now = argus_store::db::now_ms();
+    let demo = Arc::new(Demo::new(now)?);
+    let (d, w) = (demo.clone(), db.clone());
+    let started = std::time::Instant::now();
+    let points = tokio::task::spawn_blocking(move || d.backfill(&w, now)).await??;
+    tracing::info!(points, elapsed = ?started.elapsed(), "Demo: wrote {} of history", humantime::format_duration(BACKFILL));
+    Ok(Prepared { demo, receiver, db, alertd_config })
+}
+
+impl Prepared {
+    /// `GET /api/v1/demo`.
+    pub fn router(&self) -> axum::Router {
+        router(&self.demo, &self.receiver)
+    }
+
+    /// Where the demo's parts are, for the startup summary.
+    pub fn print(&self) {
+        let fault_in = (self.demo.fault_at_ms() - argus_store::db::now_ms()).max(0) / 1000;
+        println!(
+            "  demo data      Alibaba GenAI GPU trace (8 GPUs on {HOST}) and Helios GPU pools, replayed as cluster=\"demo\", demo=\"true\""
+        );
+        println!(
+            "  demo fault     GPU {FAULT_GPU} on {HOST} fails in {fault_in} s: utilisation collapses, temperature climbs, Xid 79"
+        );
+        println!("  notifications  {}  (demo receiver at http://{}/)", self.receiver.log.display(), self.receiver.addr);
+        if let Some(p) = &self.alertd_config {
+            println!("  alertd config  {}", p.display());
+        }
+    }
+
+    /// Writes live points until the returned task is aborted; the receiver runs as long.
+    pub fn start(self) -> tokio::task::JoinHandle<()> {
+        let Prepared { demo, receiver, db, .. } = self;
+        tokio::spawn(async move {
+            let _receiver = receiver;
+            demo.run(db).await
+        })
+    }
+}
+
+// === the demo receiver ===
+
+/// The demo's notification receiver: where it listens and how many notifications it logged.
+pub struct Receiver {
+    pub addr: SocketAddr,
+    pub log: PathBuf,
+    pub received: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Log {
+    file: std::sync::Mutex<std::fs::File>,
+    received: Arc<AtomicU64>,
+}
+
+/// Starts the webhook receiver on a free loopback port; each notification is one JSON line
+/// `{"received_at": ms, "notification": <webhook body>}` in `data_dir/demo-notifications.jsonl`.
+pub async fn start_receiver(data_dir: &Path) -> Result<Receiver> {
+    let log = data_dir.join(NOTIFICATION_LOG);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .with_context(|| format!("{}: cannot open the demo notification log", log.display()))?;
+    let received = Arc::new(AtomicU64::new(0));
+    let state = Arc::new(Log { file: std::sync::Mutex::new(file), received: received.clone() });
+    let app = axum::Router::new().route("/", axum::routing::post(receive)).with_state(state);
+    let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "Demo receiver stopped");
+        }
+    });
+    Ok(Receiver { addr, log, received, task })
+}
+
+async fn receive(
+    axum::extract::State(log): axum::extract::State<Arc<Log>>,
+    body: axum::body::Bytes,
+) -> axum::http::StatusCode {
+    let Ok(notification) = serde_json::from_slice::<serde_json::Value>(&body) else {
+        return axum::http::StatusCode::BAD_REQUEST;
+    };
+    let line = serde_json::json!({"received_at": argus_store::db::now_ms(), "notification": notification});
+    let mut f = log.file.lock().unwrap_or_else(|p| p.into_inner());
+    match writeln!(f, "{line}").and_then(|_| f.flush()) {
+        Ok(()) => {
+            log.received.fetch_add(1, Ordering::Relaxed);
+            let status = notification.get("status").and_then(|s| s.as_str()).unwrap_or("?");
+            tracing::info!(status, "Demo receiver: notification logged");
+            axum::http::StatusCode::OK
+        }
+        Err(error) => {
+            tracing::error!(%error, "Demo receiver: cannot write its log");
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR
+        }
+    }
+}
+
+/// alertd's configuration in the demo: the recommended one, notifying the demo receiver at `url`,
+/// with short timers so the first notification comes seconds after the first alert.
+pub fn alertd_config(url: &str) -> String {
+    format!(
+        "# alertd for `argus serve --demo` (written at every demo start): every notification goes to the demo
+# receiver, which logs it to {NOTIFICATION_LOG} in this directory.
+route:
+  receiver: demo-log
+  group_by: [cluster]
+  group_wait: 5s
+  group_interval: 30s
+  repeat_interval: 4h
+receivers:
+  - name: demo-log
+    webhook_configs:
+      - url: {url}
+        send_resolved: true
+argus:
+  correlation:
+    labels: [rack, host, job]
+    window: 10m
+    burst_window: 3m
+    backoff_window: 1h
+    backoff_step: 2
+"
+    )
+}
+
+/// What `GET /api/v1/demo` tells the status page: that this is demo data, the fault and the log.
+pub fn router(demo: &Demo, receiver: &Receiver) -> axum::Router {
+    let info = Arc::new((
+        serde_json::json!({
+            "cluster": "demo",
+            "label": "demo=\"true\"",
+            "fault": {"host": HOST, "gpu": FAULT_GPU.to_string(), "at": demo.fault_at_ms() as f64 / 1000.0},
+            "notification_log": receiver.log.display().to_string(),
+            "receiver_url": format!("http://{}/", receiver.addr),
+        }),
+        receiver.received.clone(),
+    ));
+    axum::Router::new().route(
+        "/api/v1/demo",
+        axum::routing::get(move || {
+            let info = info.clone();
+            async move {
+                let mut data = info.0.clone();
+                data["notifications_received"] = info.1.load(Ordering::Relaxed).into();
+                axum::Json(serde_json::json!({"status": "success", "data": data}))
+            }
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traces_load_with_every_gpu_and_pool() {
+        let d = Demo::new(0).unwrap();
+        assert_eq!(d.gpus.len(), 8);
+        assert!(d.gpus.iter().all(|g| g.util.len() == 380 && g.memory.len() == 380));
+        assert_eq!(d.pools.len(), 3);
+        assert!(d.pools.iter().all(|p| p.capacity.len() == 360));
+    }
+
+    #[test]
+    fn interpolates_between_minutes_and_wraps() {
+        let v = [10.0, 20.0, 40.0];
+        assert_eq!(at(&v, 0), 10.0);
+        assert_eq!(at(&v, 30_000), 15.0);
+        assert_eq!(at(&v, 90_000), 30.0);
+        // Past the end it wraps: minute 3 is minute 0 again, and 2.5 is halfway from 40 back to 10.
+        assert_eq!(at(&v, 180_000), 10.0);
+        assert_eq!(at(&v, 2 * 60_000 + 30_000), 25.0);
+    }
+
+    fn field(text: &str, gpu: usize, name: &str) -> f64 {
+        let tag = format!(",gpu={gpu},");
+        let line = text.lines().find(|l| l.contains(&tag) && l.contains(name)).unwrap();
+        let at = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
+        line[at..].split([',', ' ']).next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn the_fault_collapses_one_gpu_and_heats_it_while_peers_run() {
+        // (Each GPU line is followed by its throttle-reason line, which `field` skips by name.)
+        let d = Demo::new(1_000_000).unwrap();
+        let mut before = String::new();
+        d.lines(d.fault_at_ms() - 10_000, &mut before);
+        let mut after = String::new();
+        d.lines(d.fault_at_ms() + 60_000, &mut after);
+        assert_eq!(field(&after, FAULT_GPU, "utilization_ratio"), 0.0);
+        assert!(
+            field(&after, FAULT_GPU, "temperature_celsius") > field(&before, FAULT_GPU, "temperature_celsius") + 30.0
+        );
+        let peers_busy = (0..8).filter(|&i| i != FAULT_GPU && field(&after, i, "utilization_ratio") > 0.0).count();
+        assert!(peers_busy >= 4, "{after}");
+        // Every series is marked as demo data.
+        assert!(after.lines().all(|l| l.contains(",cluster=demo,demo=true,")), "{after}");
+        assert!(!before.contains("xid_errors_total"));
+        assert_eq!(field(&after, FAULT_GPU, "xid_errors_total"), 1.0);
+        assert!(d.xid_event().contains("Xid") && d.xid_event().contains("code=79"));
+    }
+
+    #[test]
+    fn backfill_writes_the_history_up_to_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(argus_store::Options::new(dir.path())).unwrap();
+        let now = argus_store::db::now_ms();
+        let d = Demo::new(now).unwrap();
+        let points = d.backfill(&db, now).unwrap();
+        let steps = (BACKFILL.as_secs() / STEP.as_secs()) as usize;
+        // Four fields per GPU and three per pool, at every step of six hours.
+        assert!(points >= steps * (8 * 4 + 3 * 3), "{points}");
+        let m = argus_model::Matcher::new("__name__", argus_model::MatchOp::Equal, "gpu_temperature_celsius").unwrap();
+        assert_eq!(db.series(&[m], now - 3_600_000, now).len(), 8);
+    }
+
+    #[test]
+    fn alertd_config_is_valid() {
+        let text = alertd_config("http://127.0.0.1:1/");
+        argus_alertd::config::parse(&text, "demo").unwrap();
+    }
+}
