@@ -68,6 +68,8 @@ impl Scopes {
 const MAP: &[(Option<Method>, &str, Option<Scope>)] = &[
     (None, "/-/healthy", None),
     (None, "/-/ready", None),
+    // The API's description: no data, and tools fetch it before they hold a token.
+    (Some(Method::GET), "/api/openapi.json", None),
     (None, "/api/v2/write", Some(Scope::Write)),
     (None, "/write", Some(Scope::Write)),
     (None, "/api/v1/write", Some(Scope::Write)),

@@ -6,6 +6,7 @@ mod auth;
 mod collect;
 mod config;
 mod eval;
+mod openapi;
 mod serve;
 mod simulate;
 mod tls;

@@ -156,6 +156,8 @@ async fn serve(cfg: Config, opts: argus_store::Options, mut listen: Listen, no_c
         Some(a) => app.merge(a.router.clone()),
         None => app,
     };
+    let parts = crate::openapi::Parts { alertd: alertd.is_some(), analyzer: analyzer.is_some() };
+    let app = app.merge(crate::openapi::router(parts));
     let (analyzer_stop, analyzer_stopped) = tokio::sync::oneshot::channel::<()>();
     let (app, analyzer) = match analyzer {
         Some(a) => {
