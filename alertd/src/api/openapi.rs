@@ -5,6 +5,9 @@
 // Schema-only types: the answers are built from the handlers' own types.
 #![allow(dead_code)]
 
+use super::silences::SilenceStatus;
+use crate::silence::WireMatcher;
+use crate::time::Timestamp;
 use argus_store::http::openapi::PromError;
 use utoipa::{IntoResponses, OpenApi, ToSchema};
 
@@ -67,4 +70,24 @@ pub enum HistoryErrors {
     /// alertd failed to read its database (`internal`).
     #[response(status = 500)]
     Internal(PromError),
+}
+
+/// `gettableSilence`: the fields of `postableSilence` (id always set) and its state. Written out
+/// rather than derived from `silences::GettableSilence`, whose flattened `PostableSilence` refuses
+/// unknown fields as a request body and so would refuse `status` and `updatedAt` here.
+#[derive(ToSchema)]
+#[schema(as = GettableSilence)]
+pub struct GettableSilenceSchema {
+    id: String,
+    matchers: Vec<WireMatcher>,
+    #[serde(rename = "startsAt")]
+    starts_at: Timestamp,
+    #[serde(rename = "endsAt")]
+    ends_at: Timestamp,
+    #[serde(rename = "createdBy")]
+    created_by: String,
+    comment: String,
+    status: SilenceStatus,
+    #[serde(rename = "updatedAt")]
+    updated_at: Timestamp,
 }

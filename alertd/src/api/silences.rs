@@ -1,6 +1,6 @@
 //! `/api/v2/silences` and `/api/v2/silence/{id}`, with Alertmanager's validation and update rules.
 
-use super::openapi::{AM_TAG, AmError, AmErrors};
+use super::openapi::{AM_TAG, AmError, AmErrors, GettableSilenceSchema};
 use super::{ApiError, Params, State, filters};
 use crate::alert::valid_label_name;
 use crate::silence::{Silence, SilenceState, WireMatcher};
@@ -30,7 +30,7 @@ pub struct PostableSilence {
 }
 
 /// `gettableSilence`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize)]
 pub struct GettableSilence {
     #[serde(flatten)]
     pub silence: PostableSilence,
@@ -70,7 +70,7 @@ fn matches_filter(s: &Silence, filter: &[argus_model::Matcher]) -> bool {
 /// first), then expired (latest to end first), as Alertmanager sorts them.
 #[utoipa::path(get, path = "/api/v2/silences", tag = AM_TAG, operation_id = "getSilences",
     params(("filter" = Option<Vec<String>>, Query, description = "Matchers the silence's matchers must satisfy, each in one parameter", example = json!(["alertname=\"GpuDown\""]))),
-    responses((status = 200, description = "The silences", body = Vec<GettableSilence>), AmErrors))]
+    responses((status = 200, description = "The silences", body = Vec<GettableSilenceSchema>), AmErrors))]
 pub async fn get_silences(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<GettableSilence>>, ApiError> {
     let filter = filters(&p)?;
     let now = s.engine.now();
@@ -89,7 +89,7 @@ pub async fn get_silences(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result
 /// `GET /api/v2/silence/{id}`.
 #[utoipa::path(get, path = "/api/v2/silence/{id}", tag = AM_TAG, operation_id = "getSilence",
     params(("id" = String, Path, description = "The silence's id")),
-    responses((status = 200, description = "The silence", body = GettableSilence),
+    responses((status = 200, description = "The silence", body = GettableSilenceSchema),
         (status = 404, description = "No silence has this id", body = AmError)))]
 pub async fn get_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<Json<GettableSilence>, ApiError> {
     let now = s.engine.now();
