@@ -5,8 +5,9 @@
 //! 403) and the concurrency limit (503).
 //!
 //! Adding an endpoint: annotate its handler with `#[utoipa::path]` and name it in its crate's
-//! `paths(...)`; a router of its own (outside the three crates) adds a `Part` below. The test at the
-//! end fails when a route is served but missing from the document.
+//! `paths(...)` (for a handler in src/, in `ServeApi`'s below; a router merged only in some
+//! configurations gets a flag in `Parts`). `tests.rs` fails when a `.route(…)` in src/, store/,
+//! alertd/ or analyzer/ is missing from the document.
 
 use crate::auth;
 use axum::http::Method;
