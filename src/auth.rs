@@ -72,6 +72,8 @@ const MAP: &[(Option<Method>, &str, Option<Scope>)] = &[
     (Some(Method::GET), "/", None),
     (Some(Method::GET), "/status", None),
     (Some(Method::GET), "/status/*", None),
+    // The API's description: no data, and tools fetch it before they hold a token.
+    (Some(Method::GET), "/api/openapi.json", None),
     (None, "/api/v2/write", Some(Scope::Write)),
     (None, "/write", Some(Scope::Write)),
     (None, "/api/v1/write", Some(Scope::Write)),

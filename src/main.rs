@@ -7,6 +7,7 @@ mod collect;
 mod config;
 mod demo;
 mod eval;
+mod openapi;
 mod serve;
 mod simulate;
 mod status;

@@ -95,7 +95,7 @@ impl Alert {
 }
 
 /// An alert as posted to `POST /api/v2/alerts` (Alertmanager's `postableAlert`).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostableAlert {
     pub labels: BTreeMap<String, String>,

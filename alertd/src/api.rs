@@ -5,6 +5,7 @@
 
 mod alerts;
 mod history;
+pub mod openapi;
 mod silences;
 
 use crate::db::Db;

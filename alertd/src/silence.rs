@@ -46,7 +46,7 @@ impl Silence {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SilenceState {
     Active,
@@ -61,7 +61,7 @@ pub struct StoreError(pub String);
 
 /// A matcher as Alertmanager's API v2 writes it (`matcher` in api/v2/openapi.yaml); also how the
 /// database keeps a silence's matchers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WireMatcher {
     pub name: String,

@@ -115,6 +115,20 @@ impl fmt::Display for Timestamp {
     }
 }
 
+/// An RFC 3339 string on the wire.
+impl utoipa::PartialSchema for Timestamp {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .examples([serde_json::json!("2025-01-02T03:04:05.678Z")])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Timestamp {}
+
 impl serde::Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

@@ -35,19 +35,24 @@ use std::time::Duration;
 const CHUNK_STEPS: i64 = 720;
 
 /// A series' latest verdicts, as `/api/v1/anomalies` shows them.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct Finding {
     pub rule: String,
     pub metric: String,
     pub labels: BTreeMap<String, String>,
     /// Milliseconds.
     pub time: i64,
+    /// The sample's value; null when it is not finite (JSON has no NaN).
+    #[schema(value_type = Option<f64>)]
     pub value: f64,
     /// The ensemble's score (> 1 anomalous).
     pub score: f64,
-    /// Each detector's own score.
+    /// Each detector's own score (null when not finite).
+    #[schema(value_type = BTreeMap<String, Option<f64>>)]
     pub detectors: BTreeMap<String, f64>,
     pub expected: Option<f64>,
+    /// `[low, high]`: the band of expected values.
+    #[schema(value_type = Option<Vec<Option<f64>>>, min_items = 2, max_items = 2)]
     pub band: Option<(f64, f64)>,
     /// Since when (ms) the alert has fired, if it does.
     pub firing_since: Option<i64>,

@@ -9,6 +9,7 @@ mod body;
 mod envelope;
 mod ingest;
 pub(crate) mod json;
+pub mod openapi;
 mod params;
 mod query;
 mod status;
@@ -109,8 +110,8 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/api/v1/rules", get(status::rules).post(status::rules))
         .route("/api/v1/alerts", get(status::alerts).post(status::alerts))
         .route("/metrics", get(metrics))
-        .route("/-/healthy", get(|| async { "Argus is Healthy.\n" }))
-        .route("/-/ready", get(|| async { "Argus is Ready.\n" }))
+        .route("/-/healthy", get(healthy))
+        .route("/-/ready", get(ready))
         .fallback(envelope::not_found)
         .method_not_allowed_fallback(envelope::method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
@@ -122,10 +123,31 @@ pub fn health_router(registry: Registry) -> Router {
     let registry = Arc::new(registry);
     Router::new()
         .route("/metrics", get(move || std::future::ready(encode_metrics(&registry))))
-        .route("/-/healthy", get(|| async { "Argus is Healthy.\n" }))
-        .route("/-/ready", get(|| async { "Argus is Ready.\n" }))
+        .route("/-/healthy", get(healthy))
+        .route("/-/ready", get(ready))
 }
 
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/-/healthy", tag = openapi::OPS_TAG,
+    responses((status = 200, description = "Always", body = String, content_type = "text/plain; charset=utf-8")))]
+async fn healthy() -> &'static str {
+    "Argus is Healthy.\n"
+}
+
+/// Readiness: the store is open and every API is served.
+#[utoipa::path(get, path = "/-/ready", tag = openapi::OPS_TAG,
+    responses((status = 200, description = "Always, once listening", body = String, content_type = "text/plain; charset=utf-8")))]
+async fn ready() -> &'static str {
+    "Argus is Ready.\n"
+}
+
+/// Argus' own metrics (docs/metrics.md) in the OpenMetrics text format.
+#[utoipa::path(get, path = "/metrics", tag = openapi::OPS_TAG,
+    responses(
+        (status = 200, description = "The metrics", body = String,
+            content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        (status = 500, description = "Encoding failed", body = String, content_type = "text/plain; charset=utf-8"),
+    ))]
 async fn metrics(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Response {
     encode_metrics(&state.registry)
 }

@@ -1,5 +1,6 @@
 //! `/api/v2/alerts`, `/api/v2/alerts/groups`, `/api/v2/status`, `/api/v2/receivers`.
 
+use super::openapi::{AM_TAG, AmErrors};
 use super::{ApiError, Params, State, filters, flag};
 use crate::alert::{Alert, PostableAlert};
 use crate::engine::Engine;
@@ -21,14 +22,16 @@ fn kv(l: &Labels) -> Kv {
 }
 
 /// `receiver` in openapi.yaml.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Receiver {
     pub name: String,
 }
 
 /// `alertStatus`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AlertStatus {
+    /// `active` or `suppressed` (alertd has no `unprocessed` alerts: it processes one as it is posted).
+    #[schema(value_type = String)]
     pub state: &'static str,
     #[serde(rename = "silencedBy")]
     pub silenced_by: Vec<String>,
@@ -37,7 +40,7 @@ pub struct AlertStatus {
 }
 
 /// `gettableAlert`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct GettableAlert {
     pub annotations: Kv,
     #[serde(rename = "endsAt")]
@@ -55,7 +58,7 @@ pub struct GettableAlert {
 }
 
 /// `alertGroup`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AlertGroup {
     pub labels: Kv,
     pub receiver: Receiver,
@@ -130,6 +133,14 @@ impl AlertFilter {
 }
 
 /// `GET /api/v2/alerts`: the alerts that are not resolved, by fingerprint.
+#[utoipa::path(get, path = "/api/v2/alerts", tag = AM_TAG, operation_id = "getAlerts",
+    params(("active" = Option<bool>, Query, description = "Show active alerts (default true)"),
+        ("silenced" = Option<bool>, Query, description = "Show silenced alerts (default true)"),
+        ("inhibited" = Option<bool>, Query, description = "Show inhibited alerts (default true)"),
+        ("unprocessed" = Option<bool>, Query, description = "Accepted; alertd has no unprocessed alerts"),
+        ("filter" = Option<Vec<String>>, Query, description = "Matchers such as `alertname=\"GpuDown\"`, each in one parameter", example = json!(["severity=\"critical\""])),
+        ("receiver" = Option<String>, Query, description = "A regular expression the receiver's name must match in full")),
+    responses((status = 200, description = "The alerts", body = Vec<GettableAlert>), AmErrors))]
 pub async fn get_alerts(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<GettableAlert>>, ApiError> {
     let f = AlertFilter::parse(&p)?;
     let silences = s.silences.list();
@@ -142,6 +153,14 @@ pub async fn get_alerts(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<J
 
 /// `GET /api/v2/alerts/groups`: the aggregation groups and their shown alerts; groups left with
 /// none are left out.
+#[utoipa::path(get, path = "/api/v2/alerts/groups", tag = AM_TAG, operation_id = "getAlertGroups",
+    params(("active" = Option<bool>, Query, description = "Show active alerts (default true)"),
+        ("silenced" = Option<bool>, Query, description = "Show silenced alerts (default true)"),
+        ("inhibited" = Option<bool>, Query, description = "Show inhibited alerts (default true)"),
+        ("unprocessed" = Option<bool>, Query, description = "Accepted; alertd has no unprocessed alerts"),
+        ("filter" = Option<Vec<String>>, Query, description = "Matchers such as `alertname=\"GpuDown\"`, each in one parameter", example = json!(["severity=\"critical\""])),
+        ("receiver" = Option<String>, Query, description = "A regular expression the receiver's name must match in full")),
+    responses((status = 200, description = "The groups", body = Vec<AlertGroup>), AmErrors))]
 pub async fn get_groups(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<AlertGroup>>, ApiError> {
     let f = AlertFilter::parse(&p)?;
     let silences = s.silences.list();
@@ -166,6 +185,9 @@ pub async fn get_groups(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<J
 
 /// `POST /api/v2/alerts`: every alert is checked before any is taken in; one bad alert refuses
 /// the whole request, naming it by its position.
+#[utoipa::path(post, path = "/api/v2/alerts", tag = AM_TAG, operation_id = "postAlerts",
+    request_body(content = Vec<PostableAlert>, description = "Alerts, as Prometheus and vmalert send them"),
+    responses((status = 200, description = "Every alert taken in"), AmErrors))]
 pub async fn post_alerts(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>) -> Result<(), ApiError> {
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
     let items: Vec<serde_json::Value> = serde_json::from_slice(&body)
@@ -213,28 +235,35 @@ pub async fn post_alerts(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>
     Ok(())
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct Status {
     cluster: ClusterStatus,
     #[serde(rename = "versionInfo")]
+    #[schema(value_type = BTreeMap<String, String>)]
     version_info: BTreeMap<&'static str, String>,
     config: ConfigText,
     uptime: Timestamp,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ClusterStatus {
     name: String,
+    /// Always `disabled`: alertd runs alone.
+    #[schema(value_type = String)]
     status: &'static str,
+    /// Always empty.
+    #[schema(value_type = Vec<Object>)]
     peers: Vec<()>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ConfigText {
     original: String,
 }
 
 /// `GET /api/v2/status`: alertd runs alone, so its cluster status is `disabled`.
+#[utoipa::path(get, path = "/api/v2/status", tag = AM_TAG, operation_id = "getStatus",
+    responses((status = 200, description = "alertd's status and configuration text", body = Status)))]
 pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
     let version: BTreeMap<&'static str, String> = [
         ("version", env!("CARGO_PKG_VERSION").to_string()),
@@ -255,6 +284,8 @@ pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
 }
 
 /// `GET /api/v2/receivers`.
+#[utoipa::path(get, path = "/api/v2/receivers", tag = AM_TAG, operation_id = "getReceivers",
+    responses((status = 200, description = "The configured receivers", body = Vec<Receiver>)))]
 pub async fn get_receivers(Ext(s): Ext<State>) -> Json<Vec<Receiver>> {
     let e = s.engine.lock();
     Json(e.config().receivers.keys().map(|name| Receiver { name: name.clone() }).collect())

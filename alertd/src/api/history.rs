@@ -1,9 +1,11 @@
 //! alertd's history API, in the Prometheus API's envelope (`{"status": "success", "data": …}`):
 //! `GET /api/v1/incidents`, `GET /api/v1/notifications`, `POST /api/v1/incidents/{id}/ack`.
 
+use super::openapi::{HISTORY_TAG, HistoryErrors};
 use super::{ApiError, Params, State};
 use crate::db::{Ack, IncidentRow, NotificationRow, Range};
 use crate::time::Timestamp;
+use argus_store::http::openapi::PromError;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -16,8 +18,10 @@ use serde::{Deserialize, Serialize};
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 10_000;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct Success<T> {
+    /// `success`.
+    #[schema(value_type = String)]
     status: &'static str,
     data: T,
 }
@@ -86,6 +90,11 @@ fn range(p: &Params) -> Result<Range, ApiError> {
 }
 
 /// `GET /api/v1/incidents?start=&end=&limit=`: incidents opened in the range, newest first.
+#[utoipa::path(get, path = "/api/v1/incidents", tag = HISTORY_TAG,
+    params(("start" = Option<String>, Query, description = "Start: Unix seconds or RFC 3339", example = "1700000000"),
+        ("end" = Option<String>, Query, description = "End: Unix seconds or RFC 3339", example = "1800000000"),
+        ("limit" = Option<String>, Query, description = "At most this many rows (default 100, at most 10,000)", example = "100")),
+    responses((status = 200, description = "Incidents, newest first", body = Success<Vec<IncidentRow>>), HistoryErrors))]
 pub async fn get_incidents(
     Ext(s): Ext<State>,
     Query(p): Query<Params>,
@@ -95,6 +104,12 @@ pub async fn get_incidents(
 
 /// `GET /api/v1/notifications?start=&end=&limit=&receiver=`: notifications sent in the range,
 /// newest first.
+#[utoipa::path(get, path = "/api/v1/notifications", tag = HISTORY_TAG,
+    params(("start" = Option<String>, Query, description = "Start: Unix seconds or RFC 3339", example = "1700000000"),
+        ("end" = Option<String>, Query, description = "End: Unix seconds or RFC 3339", example = "1800000000"),
+        ("limit" = Option<String>, Query, description = "At most this many rows (default 100, at most 10,000)", example = "100"),
+        ("receiver" = Option<String>, Query, description = "Only this receiver's notifications")),
+    responses((status = 200, description = "Notifications, newest first", body = Success<Vec<NotificationRow>>), HistoryErrors))]
 pub async fn get_notifications(
     Ext(s): Ext<State>,
     Query(p): Query<Params>,
@@ -103,7 +118,7 @@ pub async fn get_notifications(
     Ok(ok(s.db.notifications(range(&p)?, receiver)?))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct AckBody {
     #[serde(default)]
@@ -114,6 +129,13 @@ struct AckBody {
 
 /// `POST /api/v1/incidents/{id}/ack` with an optional body `{"by": …, "comment": …}`: records the
 /// acknowledgement (the first one stands), stops the incident's escalations, and answers the incident.
+#[utoipa::path(post, path = "/api/v1/incidents/{id}/ack", tag = HISTORY_TAG,
+    params(("id" = i64, Path, description = "The incident's `id`")),
+    request_body(content = Option<AckBody>, description = "Who acknowledges and why (optional)"),
+    responses((status = 200, description = "The incident, acknowledged", body = Success<IncidentRow>),
+        (status = 404, description = "No incident has this id (`not_found`)", body = PromError),
+        (status = 413, description = "A body larger than `alertd.max_body_bytes` (`bad_data`)", body = PromError),
+        HistoryErrors))]
 pub async fn ack_incident(
     Ext(s): Ext<State>,
     Path(id): Path<String>,

@@ -1,5 +1,6 @@
 //! `/api/v2/silences` and `/api/v2/silence/{id}`, with Alertmanager's validation and update rules.
 
+use super::openapi::{AM_TAG, AmError, AmErrors, GettableSilenceSchema};
 use super::{ApiError, Params, State, filters};
 use crate::alert::valid_label_name;
 use crate::silence::{Silence, SilenceState, WireMatcher};
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
 
 /// `postableSilence`; with its id set, the body of a `gettableSilence` too.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostableSilence {
     #[serde(default)]
@@ -38,7 +39,7 @@ pub struct GettableSilence {
     pub updated_at: Timestamp,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct SilenceStatus {
     pub state: SilenceState,
 }
@@ -67,6 +68,9 @@ fn matches_filter(s: &Silence, filter: &[argus_model::Matcher]) -> bool {
 
 /// `GET /api/v2/silences`: active ones first (soonest to end first), then pending (soonest to start
 /// first), then expired (latest to end first), as Alertmanager sorts them.
+#[utoipa::path(get, path = "/api/v2/silences", tag = AM_TAG, operation_id = "getSilences",
+    params(("filter" = Option<Vec<String>>, Query, description = "Matchers the silence's matchers must satisfy, each in one parameter", example = json!(["alertname=\"GpuDown\""]))),
+    responses((status = 200, description = "The silences", body = Vec<GettableSilenceSchema>), AmErrors))]
 pub async fn get_silences(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<GettableSilence>>, ApiError> {
     let filter = filters(&p)?;
     let now = s.engine.now();
@@ -82,6 +86,11 @@ pub async fn get_silences(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result
     Ok(Json(list.iter().map(|x| gettable(x, now)).collect()))
 }
 
+/// `GET /api/v2/silence/{id}`.
+#[utoipa::path(get, path = "/api/v2/silence/{id}", tag = AM_TAG, operation_id = "getSilence",
+    params(("id" = String, Path, description = "The silence's id")),
+    responses((status = 200, description = "The silence", body = GettableSilenceSchema),
+        (status = 404, description = "No silence has this id", body = AmError)))]
 pub async fn get_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<Json<GettableSilence>, ApiError> {
     let now = s.engine.now();
     match s.silences.list().iter().find(|x| x.id == id) {
@@ -91,6 +100,11 @@ pub async fn get_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<J
 }
 
 /// `DELETE /api/v2/silence/{id}`: expires the silence now (one already expired is left as it is).
+#[utoipa::path(delete, path = "/api/v2/silence/{id}", tag = AM_TAG, operation_id = "deleteSilence",
+    params(("id" = String, Path, description = "The silence's id")),
+    responses((status = 200, description = "Expired"),
+        (status = 404, description = "No silence has this id", body = AmError),
+        (status = 500, description = "The silence could not be stored", body = AmError)))]
 pub async fn delete_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<(), ApiError> {
     let now = s.engine.now();
     if !s.silences.expire(&id, now)? {
@@ -100,7 +114,7 @@ pub async fn delete_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Resul
     Ok(())
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct Created {
     #[serde(rename = "silenceID")]
     silence_id: String,
@@ -109,6 +123,10 @@ pub struct Created {
 /// `POST /api/v2/silences`: creates a silence, or updates the one named by `id`. As Alertmanager,
 /// an update that changes what an active silence matches or when it started, or one of an expired
 /// silence, expires the old silence and makes a new one with a new id.
+#[utoipa::path(post, path = "/api/v2/silences", tag = AM_TAG, operation_id = "postSilences",
+    request_body(content = PostableSilence, description = "A new silence, or (with `id`) an update of one"),
+    responses((status = 200, description = "The silence's id", body = Created),
+        (status = 404, description = "`id` names no silence", body = AmError), AmErrors))]
 pub async fn post_silence(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>) -> Result<Json<Created>, ApiError> {
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
     let p: PostableSilence =

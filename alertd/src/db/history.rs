@@ -17,7 +17,7 @@ pub struct Range {
 }
 
 /// An acknowledgement.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Ack {
     pub at: Timestamp,
     pub by: String,
@@ -25,7 +25,7 @@ pub struct Ack {
 }
 
 /// One incident as `GET /api/v1/incidents` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct IncidentRow {
     pub id: i64,
     /// The engine's incident number (the webhook's `argus.incident.id`); restarts at 1 with the
@@ -54,7 +54,7 @@ pub struct IncidentRow {
 }
 
 /// One notification as `GET /api/v1/notifications` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct NotificationRow {
     pub id: i64,
     pub at: Timestamp,
@@ -67,6 +67,7 @@ pub struct NotificationRow {
     #[serde(rename = "incidentId")]
     pub incident_id: Option<i64>,
     /// The webhook v4 body sent.
+    #[schema(value_type = Object)]
     pub payload: serde_json::Value,
 }
 

@@ -18,6 +18,30 @@ struct Params {
     limit: Option<String>,
 }
 
+/// The analyzer's part of `/api/openapi.json`. Adding an endpoint: annotate its handler with
+/// `#[utoipa::path]` and name it in `paths(...)`.
+pub fn document() -> utoipa::openapi::OpenApi {
+    #[derive(utoipa::OpenApi)]
+    #[openapi(
+        paths(anomalies),
+        tags((name = TAG, description = "The analyzer: anomaly scores of every rule's series")),
+    )]
+    struct AnalyzerApi;
+    <AnalyzerApi as utoipa::OpenApi>::openapi()
+}
+
+const TAG: &str = "analyzer";
+
+/// `data` of `/api/v1/anomalies`.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // For its schema: the answer is built with `json!`.
+struct Anomalies {
+    /// `success`.
+    status: String,
+    /// Most anomalous first.
+    data: Vec<Finding>,
+}
+
 pub fn router(board: Arc<Board>) -> axum::Router {
     axum::Router::new().route("/api/v1/anomalies", get(anomalies)).with_state(board)
 }
@@ -27,6 +51,13 @@ fn bad(msg: String) -> Response {
     (StatusCode::BAD_REQUEST, Json(body)).into_response()
 }
 
+/// The findings of every rule's last evaluation, most anomalous first.
+#[utoipa::path(get, path = "/api/v1/anomalies", tag = TAG,
+    params(("rule" = Option<String>, Query, description = "Only this rule's findings"),
+        ("min_score" = Option<String>, Query, description = "Only scores above this (default 1: anomalies; 0 lists every series)", example = "1"),
+        ("limit" = Option<String>, Query, description = "At most this many rows (default 100)", example = "100")),
+    responses((status = 200, description = "Findings", body = Anomalies),
+        (status = 400, description = "A malformed parameter, or an unknown rule (`bad_data`)", body = argus_store::http::openapi::PromError)))]
 async fn anomalies(State(board): State<Arc<Board>>, Query(p): Query<Params>) -> Response {
     let min_score = match p.min_score.as_deref().map(str::parse::<f64>) {
         None => 1.0,

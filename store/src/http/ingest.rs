@@ -3,6 +3,7 @@
 
 use super::State;
 use super::body::{admit, decode, influx_error};
+use super::openapi::{SnappyProtobuf, WRITE_TAG, WriteErrors};
 use crate::db::WriteError;
 use crate::remote_write;
 use argus_model::lineprotocol::{LineError, Precision, parse_numbered};
@@ -19,10 +20,23 @@ enum Api {
     V2,
 }
 
+/// InfluxDB v2 write: line protocol; `org` and `bucket` are accepted and not stored.
+#[utoipa::path(post, path = "/api/v2/write", tag = WRITE_TAG,
+    params(("org" = Option<String>, Query, description = "Accepted, not stored"),
+        ("bucket" = Option<String>, Query, description = "Accepted, not stored"),
+        ("precision" = Option<String>, Query, description = "`ns` (default), `us`, `ms` or `s`", example = "ns")),
+    request_body(content = String, content_type = "text/plain", description = "InfluxDB line protocol, one point a line; `Content-Encoding: gzip` allowed", example = "gpu_util,host=a,gpu=0 value=0.93 1700000000000000000"),
+    responses((status = 204, description = "Stored, every line"), WriteErrors))]
 pub async fn write_v2(s: S<Arc<State>>, q: RawQuery, headers: HeaderMap, body: Bytes) -> Response {
     write_lp(s.0, q.0, headers, body, Api::V2).await
 }
 
+/// InfluxDB v1 write: line protocol; `db` becomes a label on every series.
+#[utoipa::path(post, path = "/write", tag = WRITE_TAG,
+    params(("db" = Option<String>, Query, description = "Added to every series as label `db`", example = "telegraf"),
+        ("precision" = Option<String>, Query, description = "`n` (default), `u`, `ms`, `s`, `m` or `h`", example = "s")),
+    request_body(content = String, content_type = "text/plain", description = "InfluxDB line protocol, one point a line; `Content-Encoding: gzip` allowed", example = "gpu_util,host=a,gpu=0 value=0.93 1700000000000000000"),
+    responses((status = 204, description = "Stored, every line"), WriteErrors))]
 pub async fn write_v1(s: S<Arc<State>>, q: RawQuery, headers: HeaderMap, body: Bytes) -> Response {
     write_lp(s.0, q.0, headers, body, Api::V1).await
 }
@@ -152,6 +166,10 @@ fn write_error(e: WriteError) -> Response {
 }
 
 /// Prometheus remote write 1.0: snappy-compressed protobuf.
+#[utoipa::path(post, path = "/api/v1/write", tag = WRITE_TAG,
+    request_body(content = SnappyProtobuf, content_type = "application/x-protobuf",
+        description = "A snappy-compressed protobuf `WriteRequest` (Prometheus remote write 1.0)"),
+    responses((status = 204, description = "Stored, every series"), WriteErrors))]
 pub async fn remote_write(S(state): S<Arc<State>>, body: Bytes) -> Response {
     let _admission = match admit(&state, body.len()) {
         Ok(a) => a,
@@ -200,6 +218,9 @@ pub async fn remote_write(S(state): S<Arc<State>>, body: Bytes) -> Response {
 }
 
 /// Returns once the head is in compressed blocks and the WAL truncated.
+#[utoipa::path(method(get, post), path = "/internal/force_flush", tag = super::openapi::OPS_TAG,
+    responses((status = 200, description = "The head is flushed into blocks", body = String, content_type = "text/plain; charset=utf-8"),
+        (status = 500, description = "The flush failed", body = super::openapi::InfluxError)))]
 pub async fn force_flush(S(state): S<Arc<State>>) -> Response {
     let db = state.db.clone();
     match tokio::task::spawn_blocking(move || db.flush()).await {

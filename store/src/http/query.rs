@@ -3,6 +3,7 @@
 
 use super::State;
 use super::envelope::{TRUNCATED, bad, err, ok, ok_warn, query_error, value};
+use super::openapi::{EventsAnswer, NamesAnswer, QUERY_TAG, QueryAnswer, QueryErrors, ReadErrors, SeriesAnswer};
 use super::params::{Params, parse_duration, parse_limit, parse_selector, parse_time, unescape_label_name};
 use crate::db::now_ms;
 use crate::query::{self, QueryLimits};
@@ -88,6 +89,9 @@ async fn blocking<F: FnOnce() -> Response + Send + 'static>(f: F) -> Response {
 }
 
 /// `/api/v1/query`: `query`, `time` (default now), `timeout`.
+#[utoipa::path(method(get, post), path = "/api/v1/query", tag = QUERY_TAG,
+    params(("query" = String, Query, description = "A PromQL expression", example = "up"), ("time" = Option<String>, Query, description = "Evaluation time: Unix seconds (with an optional fraction) or RFC 3339; default now", example = "1700000000"), ("timeout" = Option<String>, Query, description = "Lowers the server's query timeout for this query: seconds or a Prometheus duration", example = "30s")),
+    responses((status = 200, description = "The query's value", body = QueryAnswer), QueryErrors))]
 pub async fn instant(S(state): S<Arc<State>>, p: Params) -> Response {
     let (query, t, limits) = match (query_text(&p), time_param(&p, "time", now_ms()), query_limits(&state, &p)) {
         (Ok(q), Ok(t), Ok(l)) => (q, t, l),
@@ -101,6 +105,13 @@ pub async fn instant(S(state): S<Arc<State>>, p: Params) -> Response {
 }
 
 /// `/api/v1/query_range`: `query`, `start`, `end`, `step` (all required), `timeout`.
+#[utoipa::path(method(get, post), path = "/api/v1/query_range", tag = QUERY_TAG,
+    params(("query" = String, Query, description = "A PromQL expression", example = "up"),
+        ("start" = String, Query, description = "Start: Unix seconds or RFC 3339", example = "1700000000"),
+        ("end" = String, Query, description = "End: Unix seconds or RFC 3339", example = "1700000600"),
+        ("step" = String, Query, description = "Resolution: seconds or a Prometheus duration; at most 11,000 steps", example = "15s"),
+        ("timeout" = Option<String>, Query, description = "Lowers the server's query timeout for this query: seconds or a Prometheus duration", example = "30s")),
+    responses((status = 200, description = "A matrix", body = QueryAnswer), QueryErrors))]
 pub async fn range(S(state): S<Arc<State>>, p: Params) -> Response {
     let (query, limits) = match (query_text(&p), query_limits(&state, &p)) {
         (Ok(q), Ok(l)) => (q, l),
@@ -131,6 +142,9 @@ pub async fn range(S(state): S<Arc<State>>, p: Params) -> Response {
 }
 
 /// `/api/v1/series`: `match[]` (at least one), `start`, `end`, `limit`.
+#[utoipa::path(method(get, post), path = "/api/v1/series", tag = QUERY_TAG,
+    params(("match[]" = Vec<String>, Query, description = "Series selector; repeat for several", example = json!(["up"])), ("start" = Option<String>, Query, description = "Start (default: all stored time): Unix seconds or RFC 3339", example = "1700000000"), ("end" = Option<String>, Query, description = "End (default: all stored time): Unix seconds or RFC 3339", example = "1700000000"), ("limit" = Option<String>, Query, description = "At most this many entries; absent or 0: no limit", example = "100")),
+    responses((status = 200, description = "Matching series", body = SeriesAnswer), ReadErrors))]
 pub async fn series(S(state): S<Arc<State>>, p: Params) -> Response {
     let sets = match matchers(&p) {
         Ok(m) if !m.is_empty() => m,
@@ -152,11 +166,18 @@ pub async fn series(S(state): S<Arc<State>>, p: Params) -> Response {
 }
 
 /// `/api/v1/labels`: `match[]` (optional), `start`, `end`, `limit`.
+#[utoipa::path(method(get, post), path = "/api/v1/labels", tag = QUERY_TAG,
+    params(("match[]" = Option<Vec<String>>, Query, description = "Series selector; repeat for several (optional)", example = json!(["up"])), ("start" = Option<String>, Query, description = "Start (default: all stored time): Unix seconds or RFC 3339", example = "1700000000"), ("end" = Option<String>, Query, description = "End (default: all stored time): Unix seconds or RFC 3339", example = "1700000000"), ("limit" = Option<String>, Query, description = "At most this many entries; absent or 0: no limit", example = "100")),
+    responses((status = 200, description = "Label names, sorted", body = NamesAnswer), ReadErrors))]
 pub async fn labels(S(state): S<Arc<State>>, p: Params) -> Response {
     label_query(state, p, None).await
 }
 
 /// `/api/v1/label/{name}/values`, GET or form POST, with the parameters of `labels`.
+#[utoipa::path(method(get, post), path = "/api/v1/label/{name}/values", tag = QUERY_TAG,
+    params(("name" = String, Path, description = "Label name, or its `U__` escape", example = "job"),
+        ("match[]" = Option<Vec<String>>, Query, description = "Series selector; repeat for several (optional)", example = json!(["up"])), ("start" = Option<String>, Query, description = "Start (default: all stored time): Unix seconds or RFC 3339", example = "1700000000"), ("end" = Option<String>, Query, description = "End (default: all stored time): Unix seconds or RFC 3339", example = "1700000000"), ("limit" = Option<String>, Query, description = "At most this many entries; absent or 0: no limit", example = "100")),
+    responses((status = 200, description = "The label's values, sorted", body = NamesAnswer), ReadErrors))]
 pub async fn label_values(S(state): S<Arc<State>>, name: Result<Path<String>, PathRejection>, p: Params) -> Response {
     match name {
         Ok(Path(name)) => label_query(state, p, Some(unescape_label_name(&name))).await,
@@ -188,6 +209,9 @@ async fn label_query(state: Arc<State>, p: Params, name: Option<String>) -> Resp
 }
 
 /// Events (string fields) whose labels match, in the time range: `[{metric, events: [[t, text]…]}]`.
+#[utoipa::path(method(get, post), path = "/api/v1/events", tag = QUERY_TAG,
+    params(("match[]" = Vec<String>, Query, description = "Series selector; repeat for several", example = json!(["up"])), ("start" = Option<String>, Query, description = "Start (default: an hour ago): Unix seconds or RFC 3339", example = "1700000000"), ("end" = Option<String>, Query, description = "End (default: now): Unix seconds or RFC 3339", example = "1700000000")),
+    responses((status = 200, description = "Events by series", body = EventsAnswer), ReadErrors))]
 pub async fn events(S(state): S<Arc<State>>, p: Params) -> Response {
     let sets = match matchers(&p) {
         Ok(m) if !m.is_empty() => m,

@@ -5,6 +5,9 @@
 //! each answer is what it is.
 
 use super::envelope::{bad, ok};
+use super::openapi::{
+    AlertsAnswer, BuildInfoAnswer, ExemplarsAnswer, MetadataAnswer, QUERY_TAG, ReadErrors, RulesAnswer,
+};
 use super::params::{Params, parse_time};
 use super::query::time_param;
 use axum::response::Response;
@@ -18,6 +21,8 @@ pub const PROMETHEUS_API_VERSION: &str = "2.42.0";
 /// `/api/v1/status/buildinfo`. No `features` field: Grafana's `heuristics.go` calls any server that lists
 /// features Mimir and turns its ruler API on, which Argus does not have. Argus' own version is in
 /// `argusVersion` (a field Prometheus clients ignore).
+#[utoipa::path(method(get, post), path = "/api/v1/status/buildinfo", tag = QUERY_TAG,
+    responses((status = 200, description = "Build information", body = BuildInfoAnswer), ReadErrors))]
 pub async fn buildinfo() -> Response {
     ok(json!({
         "version": PROMETHEUS_API_VERSION,
@@ -34,6 +39,11 @@ pub async fn buildinfo() -> Response {
 /// carries a metric's type, help or unit (remote-write metadata is dropped at decode). A type guessed
 /// from the name would be worse than none: Grafana's `query_hints.ts` turns metadata type "counter" into
 /// "Selected metric *is* a counter". VictoriaMetrics answers `{}` for the same reason.
+#[utoipa::path(method(get, post), path = "/api/v1/metadata", tag = QUERY_TAG,
+    params(("metric" = Option<String>, Query, description = "A metric name"),
+        ("limit" = Option<String>, Query, description = "An integer", example = "10"),
+        ("limit_per_metric" = Option<String>, Query, description = "An integer", example = "1")),
+    responses((status = 200, description = "No metadata", body = MetadataAnswer), ReadErrors))]
 pub async fn metadata(p: Params) -> Response {
     for name in ["limit", "limit_per_metric"] {
         if let Some(s) = p.get(name).filter(|s| !s.is_empty())
@@ -47,6 +57,9 @@ pub async fn metadata(p: Params) -> Response {
 
 /// `/api/v1/query_exemplars` (`query`, `start`, `end`): `[]` once the query parses. Grafana probes it
 /// with `query=test` when a data source loads and shows exemplar toggles only on success.
+#[utoipa::path(method(get, post), path = "/api/v1/query_exemplars", tag = QUERY_TAG,
+    params(("query" = String, Query, description = "A PromQL expression", example = "up"), ("start" = Option<String>, Query, description = "Start: Unix seconds or RFC 3339", example = "1700000000"), ("end" = Option<String>, Query, description = "End: Unix seconds or RFC 3339", example = "1700000000")),
+    responses((status = 200, description = "No exemplars", body = ExemplarsAnswer), ReadErrors))]
 pub async fn query_exemplars(p: Params) -> Response {
     let query = p.get("query").unwrap_or("");
     if let Err(e) = promql_parser::parser::parse(query) {
@@ -67,6 +80,9 @@ pub async fn query_exemplars(p: Params) -> Response {
 }
 
 /// `/api/v1/rules`: no rule groups. Grafana loads it with every data source to expand recording rules.
+#[utoipa::path(method(get, post), path = "/api/v1/rules", tag = QUERY_TAG,
+    params(("type" = Option<String>, Query, description = "`alert` or `record`", example = "alert")),
+    responses((status = 200, description = "No rule groups", body = RulesAnswer), ReadErrors))]
 pub async fn rules(p: Params) -> Response {
     match p.get("type") {
         None | Some("" | "alert" | "record") => ok(json!({ "groups": [] })),
@@ -75,6 +91,8 @@ pub async fn rules(p: Params) -> Response {
 }
 
 /// `/api/v1/alerts`: no active alerts (alertd, not the store, will own alerting).
+#[utoipa::path(method(get, post), path = "/api/v1/alerts", tag = QUERY_TAG,
+    responses((status = 200, description = "No alerts", body = AlertsAnswer), ReadErrors))]
 pub async fn alerts() -> Response {
     ok(json!({ "alerts": [] }))
 }

@@ -1,0 +1,5 @@
+# schemathesis hooks for tests/openapi.rs: remote-write bodies (`application/x-protobuf`, a binary
+# string in the document) are sent as the raw bytes generated for them.
+import schemathesis
+
+schemathesis.serializer.alias("application/x-protobuf", "application/octet-stream")
