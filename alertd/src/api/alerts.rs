@@ -234,7 +234,8 @@ struct ConfigText {
     original: String,
 }
 
-/// `GET /api/v2/status`: alertd runs alone, so its cluster status is `disabled`.
+/// `GET /api/v2/status`: alertd runs alone, so its cluster status is `disabled`. The configuration
+/// is shown with its secrets masked, as Alertmanager shows it.
 pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
     let version: BTreeMap<&'static str, String> = [
         ("version", env!("CARGO_PKG_VERSION").to_string()),
@@ -249,7 +250,7 @@ pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
     Json(Status {
         cluster: ClusterStatus { name: String::new(), status: "disabled", peers: Vec::new() },
         version_info: version,
-        config: ConfigText { original: s.config_text.clone() },
+        config: ConfigText { original: crate::config::mask::masked(&s.config_text) },
         uptime: s.started,
     })
 }
