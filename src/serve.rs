@@ -141,6 +141,7 @@ async fn serve(cfg: Config, opts: argus_store::Options, mut listen: Listen, no_c
     let db = tokio::task::spawn_blocking(move || Db::open(opts)).await?.context("opening the store")?;
     let db = Arc::new(db);
     let mut registry = prometheus_client::registry::Registry::default();
+    listen.auth.register(&mut registry);
     // === alertd ===
     let limits = cfg.limits()?;
     let backend: Arc<dyn StoreBackend> = Arc::new(backend::Embedded::new(db.clone(), limits.query.clone()));
