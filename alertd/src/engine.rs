@@ -55,7 +55,7 @@ impl Engine {
                 Box::new(MuteStage { name: "silence", muter: Arc::new(Silencer(silences.clone())) }),
                 Box::new(DedupStage { nflog: nflog.clone() }),
                 Box::new(HoldStage { nflog: nflog.clone() }),
-                Box::new(SendStage { notifier }),
+                Box::new(SendStage { notifier, nflog: nflog.clone() }),
                 Box::new(SetNotifiesStage { nflog: nflog.clone() }),
             ],
         };
