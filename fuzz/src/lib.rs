@@ -128,10 +128,10 @@ pub fn argus_toml(data: &[u8]) {
 pub fn alert_intake(data: &[u8]) {
     let Ok(items) = serde_json::from_slice::<Vec<serde_json::Value>>(data) else { return };
     for v in items.into_iter().take(1000) {
-        if let Ok(a) = serde_json::from_value::<argus_alertd::PostableAlert>(v) {
-            if let Ok(alert) = a.into_alert(argus_alertd::Timestamp(1_700_000_000_000), Duration::from_secs(300)) {
-                let _ = alert.fingerprint();
-            }
+        if let Ok(a) = serde_json::from_value::<argus_alertd::PostableAlert>(v)
+            && let Ok(alert) = a.into_alert(argus_alertd::Timestamp(1_700_000_000_000), Duration::from_secs(300))
+        {
+            let _ = alert.fingerprint();
         }
     }
 }

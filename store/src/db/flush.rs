@@ -15,11 +15,11 @@ use std::sync::mpsc;
 /// next flush writes it before cutting again, so nothing acknowledged is dropped.
 pub(crate) fn flush(shared: &Shared, committer: &Committer) -> Result<(), DbError> {
     let mut unflushed = shared.flush_lock.lock();
-    if let Some((frozen, segment)) = unflushed.take() {
-        if let Err(e) = write_frozen(shared, &frozen, segment) {
-            *unflushed = Some((frozen, segment));
-            return Err(e);
-        }
+    if let Some((frozen, segment)) = unflushed.take()
+        && let Err(e) = write_frozen(shared, &frozen, segment)
+    {
+        *unflushed = Some((frozen, segment));
+        return Err(e);
     }
     let (tx, rx) = mpsc::sync_channel(1);
     committer.submit(Job::Cut { done: tx })?;
