@@ -12,6 +12,9 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
@@ -160,6 +163,15 @@ pub struct Auth {
     tokens: Vec<Token>,
     /// What a request without credentials may do.
     anonymous: Scopes,
+    /// `argus_http_auth_refusals_total`.
+    refusals: Family<Refusal, Counter>,
+}
+
+/// Why a request was refused: no credentials (`missing`), credentials matching no token or unreadable
+/// (`invalid`), or a token without the scope the endpoint needs (`scope`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Refusal {
+    reason: &'static str,
 }
 
 impl Auth {
@@ -189,7 +201,20 @@ impl Auth {
                  or listen on 127.0.0.1"
             ),
         };
-        Ok(Auth { tokens, anonymous })
+        Ok(Auth { tokens, anonymous, refusals: Family::default() })
+    }
+
+    /// Registers `argus_http_auth_refusals_total` (docs/metrics.md).
+    pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.sub_registry_with_prefix("argus_http").register(
+            "auth_refusals",
+            "Requests refused for their credentials: missing, invalid, or lacking the scope",
+            self.refusals.clone(),
+        );
+    }
+
+    fn refused(&self, reason: &'static str) {
+        self.refusals.get_or_create(&Refusal { reason }).inc();
     }
 
     /// Whether anything at all is checked (false when everything is open).
@@ -261,20 +286,27 @@ pub async fn guard(axum::extract::State(auth): axum::extract::State<Arc<Auth>>, 
     let path = req.uri().path().to_string();
     match auth.authenticate(req.headers()) {
         Ok(None) if auth.anonymous.allows(need) => next.run(req).await,
-        Ok(None) => deny(
-            StatusCode::UNAUTHORIZED,
-            &path,
-            format!(
-                "this endpoint needs a token with the {} scope: send \"Authorization: Bearer <token>\"",
-                need.name()
-            ),
-        ),
+        Ok(None) => {
+            auth.refused("missing");
+            deny(
+                StatusCode::UNAUTHORIZED,
+                &path,
+                format!(
+                    "this endpoint needs a token with the {} scope: send \"Authorization: Bearer <token>\"",
+                    need.name()
+                ),
+            )
+        }
         Ok(Some(t)) if t.scopes.allows(need) => next.run(req).await,
         Ok(Some(t)) => {
             tracing::debug!(token = %t.name, %path, scope = need.name(), "Request refused: missing scope");
+            auth.refused("scope");
             deny(StatusCode::FORBIDDEN, &path, format!("token {:?} lacks the {} scope", t.name, need.name()))
         }
-        Err(why) => deny(StatusCode::UNAUTHORIZED, &path, why.to_string()),
+        Err(why) => {
+            auth.refused("invalid");
+            deny(StatusCode::UNAUTHORIZED, &path, why.to_string())
+        }
     }
 }
 

@@ -158,3 +158,31 @@ fn refuses_the_network_without_tokens_or_explicit_anonymous_access() {
     assert!(err.contains("`[auth] anonymous = [\"read\"]`"), "{err}");
     assert!(!dir.path().join("wal").exists(), "nothing opened before the refusal");
 }
+
+/// `argus_http_auth_refusals_total` counts each refusal by its reason, read back by an admin.
+#[test]
+fn refusals_are_counted_by_reason() {
+    let srv = Server::with_config(CONFIG);
+    let count = |reason: &str| {
+        let r = srv.get_with("/metrics", &[("Authorization", ADMIN)]);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let prefix = format!("argus_http_auth_refusals_total{{reason=\"{reason}\"}} ");
+        r.body.lines().find_map(|l| l.strip_prefix(&prefix)).map_or(0.0, |v| v.trim().parse().expect("value"))
+    };
+    assert_eq!((count("missing"), count("invalid"), count("scope")), (0.0, 0.0, 0.0));
+    let lines = format!("m v=1 {}", now_ms());
+    for _ in 0..3 {
+        assert_eq!(srv.get("/api/v1/query?query=up").status, 401);
+    }
+    assert_eq!(srv.get_with("/api/v1/query?query=up", &[("Authorization", "Bearer not-a-token")]).status, 401);
+    assert_eq!(srv.get_with("/api/v2/alerts", &[("Authorization", "Bogus scheme")]).status, 401);
+    let r = srv.post("/api/v2/write?precision=ms", &[("Authorization", READER)], lines.clone());
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(srv.get_with("/api/v1/query?query=up", &[("Authorization", WRITER)]).status, 403);
+    // Allowed and open requests are not counted.
+    assert_eq!(srv.post("/api/v2/write?precision=ms", &[("Authorization", WRITER)], lines).status, 204);
+    assert_eq!(srv.get("/-/healthy").status, 200);
+    assert_eq!((count("missing"), count("invalid"), count("scope")), (3.0, 2.0, 2.0));
+    let r = srv.get_with("/metrics", &[("Authorization", ADMIN)]);
+    assert!(r.body.contains("# TYPE argus_http_auth_refusals counter"), "{}", r.body);
+}

@@ -153,7 +153,7 @@ fn cases(t: i64) -> Vec<Case> {
             body: lines(&[format!("future value=1 {t}"), format!("future value=2 {}", t + 12 * 60_000)]),
             status: 400,
             message: vec![s("line 2, column 1")],
-            errors: vec![(2, 1, s("timestamp more than 10m in the future"))],
+            errors: vec![(2, 1, s("timestamp more than 10m in the future (store.max_future)"))],
             metrics: vec!["future_value"],
         },
         Case {

@@ -4,6 +4,7 @@
 
 pub mod duration;
 mod im;
+pub mod mask;
 pub mod matchers;
 pub mod raw;
 mod validate;

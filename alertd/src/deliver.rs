@@ -450,7 +450,13 @@ impl Worker {
         let last = batch.last().map(|e| e.created_at).unwrap_or(0);
         let message = batch::merge(messages).ok_or_else(|| DeliverError::Render("empty batch".into()))?;
         let receiver = batch[0].receiver.clone();
-        let n = Notification { at: Timestamp::from_millis(last), receiver, integration: self.name.clone(), message };
+        let n = Notification {
+            at: Timestamp::from_millis(last),
+            previous: None,
+            receiver,
+            integration: self.name.clone(),
+            message,
+        };
         let keys: Vec<&str> = batch.iter().map(|e| e.key.as_str()).collect();
         Ok((outbox::batch_key(&keys), self.integration.render(&n)?))
     }

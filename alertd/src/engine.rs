@@ -61,7 +61,7 @@ impl Engine {
                 Box::new(MuteStage { name: "silence", muter: silencer.clone() }),
                 Box::new(DedupStage { nflog: nflog.clone() }),
                 Box::new(HoldStage { nflog: nflog.clone() }),
-                Box::new(SendStage { notifier: notifier.clone() }),
+                Box::new(SendStage { notifier: notifier.clone(), nflog: nflog.clone() }),
                 Box::new(SetNotifiesStage { nflog: nflog.clone() }),
             ],
         };
@@ -71,7 +71,7 @@ impl Engine {
                 Box::new(TimeActiveStage),
                 Box::new(TimeMuteStage),
                 Box::new(MuteStage { name: "silence", muter: silencer }),
-                Box::new(SendStage { notifier }),
+                Box::new(SendStage { notifier, nflog: nflog.clone() }),
             ],
         };
         Engine {

@@ -87,6 +87,10 @@ impl Pipeline {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
     pub at: Timestamp,
+    /// When the notification log last recorded a notification of this group on this integration
+    /// (none the first time). Part of the idempotency key in place of `at`: a flush repeated after a
+    /// crash that came before the log was written has a new `at` but the same `previous`.
+    pub previous: Option<Timestamp>,
     pub receiver: String,
     /// The integration it is for, by its notification-log name, e.g. `team/webhook/0`.
     pub integration: String,

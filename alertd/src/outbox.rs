@@ -229,12 +229,19 @@ impl Outbox {
     }
 }
 
-/// The idempotency key of a notification: the same group, integration, alerts with the same
-/// statuses and the same flush time give the same key, whenever and however often it is computed.
+/// The idempotency key of a notification: the same group, integration, previous notification (the
+/// notification log's entry it follows) and alerts with the same statuses give the same key, whenever
+/// and however often it is computed, so a flush repeated after a crash queues nothing new.
 pub fn idempotency_key(n: &Notification) -> String {
     let mut h = Sha256::new();
-    for part in [n.message.group_key.as_str(), n.integration.as_str(), &n.at.millis().to_string()] {
+    let previous = n.previous.map_or_else(|| "-".to_string(), |t| t.millis().to_string());
+    for part in [n.message.group_key.as_str(), n.integration.as_str(), &previous] {
         h.update(part.as_bytes());
+        h.update([0]);
+    }
+    // An escalation is a notification of its own, even to the incident's own receiver.
+    if let Some(e) = n.message.argus.as_ref().and_then(|x| x.escalation.as_ref()) {
+        h.update(format!("escalation after {}s", e.unacknowledged_seconds).as_bytes());
         h.update([0]);
     }
     let mut alerts: Vec<(&str, &str)> =

@@ -53,6 +53,7 @@ async fn email_reaches_a_real_smtp_server_with_text_and_html_parts() {
     .unwrap();
     let n = Notification {
         at: argus_alertd::Timestamp::from_millis(1_700_000_000_000),
+        previous: None,
         receiver: "mail".into(),
         integration: "mail/email/0".into(),
         message,

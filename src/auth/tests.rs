@@ -109,7 +109,7 @@ fn open_only_on_loopback_without_tokens() {
 
 #[test]
 fn tokens_match_by_digest_only() {
-    let mut a = Auth { tokens: vec![], anonymous: Scopes::default() };
+    let mut a = Auth { tokens: vec![], anonymous: Scopes::default(), refusals: Default::default() };
     let internal = a.add_internal("internal", &[Scope::Write]).unwrap();
     a.tokens.push(Token { name: "reader".into(), scopes: Scopes::of(&[Scope::Read]), digest: digest("r3ad") });
     let auth = |v: &str| {

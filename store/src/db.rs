@@ -57,7 +57,9 @@ pub(crate) struct Shared {
     /// Sorted by `seq`, oldest first.
     pub blocks: RwLock<Vec<Arc<Block>>>,
     pub wal: Mutex<Wal>,
-    pub flush_lock: Mutex<()>,
+    /// Held by a flush or a compaction. It keeps the frozen head (and the WAL segment after it) of a
+    /// flush whose blocks could not be written (a full disk), for the next flush to write first.
+    pub flush_lock: Mutex<Option<(Arc<crate::head::Frozen>, u64)>>,
     pub next_id: AtomicU64,
     pub metrics: Metrics,
     _lock: fs::File,
@@ -122,7 +124,7 @@ impl Db {
             head: RwLock::new(head),
             blocks: RwLock::new(blocks),
             wal: Mutex::new(wal),
-            flush_lock: Mutex::new(()),
+            flush_lock: Mutex::new(None),
             next_id: AtomicU64::new(next_id),
             metrics,
             _lock: lock,

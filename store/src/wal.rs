@@ -7,7 +7,7 @@ mod record;
 pub use record::{Record, RefSample, decode_entry, encode_events, encode_samples, encode_series};
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -57,6 +57,11 @@ pub struct Wal {
     path: PathBuf,
     out: BufWriter<File>,
     written: u64,
+    /// How much of the segment is in the file: `written` as of the last successful flush. A failed
+    /// write (a full disk) rolls back to it.
+    flushed: u64,
+    /// A rollback did not finish: nothing is appended until one does.
+    poisoned: bool,
     segment_size: u64,
 }
 
@@ -94,7 +99,17 @@ impl Wal {
         }
         let next = segments.last().map(|s| s.0 + 1).unwrap_or(1);
         let (path, out) = create_segment(dir, next)?;
-        let wal = Wal { dir: dir.to_path_buf(), segment: next, path, out, written: HEADER_LEN as u64, segment_size };
+        let start = HEADER_LEN as u64;
+        let wal = Wal {
+            dir: dir.to_path_buf(),
+            segment: next,
+            path,
+            out,
+            written: start,
+            flushed: start,
+            poisoned: false,
+            segment_size,
+        };
         Ok((wal, report))
     }
 
@@ -102,6 +117,9 @@ impl Wal {
     pub fn append(&mut self, payload: &[u8]) -> Result<(), WalError> {
         if payload.len() > MAX_ENTRY_BYTES {
             return Err(WalError::TooLarge(payload.len()));
+        }
+        if self.poisoned {
+            self.rollback()?;
         }
         if self.written > self.segment_size {
             self.cut()?;
@@ -117,7 +135,26 @@ impl Wal {
 
     /// Writes buffered entries to the OS.
     pub fn flush(&mut self) -> Result<(), WalError> {
-        self.out.flush().map_err(io(&self.path))
+        self.out.flush().map_err(io(&self.path))?;
+        self.flushed = self.written;
+        Ok(())
+    }
+
+    /// Forgets every entry appended since the last successful flush, in the buffer and in the file,
+    /// after a write or sync of them failed (their requests are refused). Without it a full disk would
+    /// leave a torn entry in the middle of the segment, and recovery would cut off everything
+    /// acknowledged after it; or the buffer would write a refused entry out later.
+    pub fn rollback(&mut self) -> Result<(), WalError> {
+        let file = self.out.get_ref().try_clone().map_err(io(&self.path))?;
+        self.poisoned = true;
+        let old = std::mem::replace(&mut self.out, BufWriter::with_capacity(1 << 20, file));
+        // `into_parts` hands back the unwritten bytes instead of writing them, as a drop would.
+        let (mut file, _refused) = old.into_parts();
+        file.set_len(self.flushed).map_err(io(&self.path))?;
+        file.seek(SeekFrom::Start(self.flushed)).map_err(io(&self.path))?;
+        self.written = self.flushed;
+        self.poisoned = false;
+        Ok(())
     }
 
     /// Writes buffered entries and fsyncs them.
@@ -134,6 +171,7 @@ impl Wal {
         self.path = path;
         self.out = out;
         self.written = HEADER_LEN as u64;
+        self.flushed = HEADER_LEN as u64;
         Ok(self.segment)
     }
 
@@ -173,9 +211,12 @@ fn create_segment(dir: &Path, n: u64) -> Result<(PathBuf, BufWriter<File>), WalE
     let mut hdr = [0u8; HEADER_LEN];
     hdr[..4].copy_from_slice(MAGIC);
     hdr[4] = VERSION;
-    f.write_all(&hdr).map_err(io(&path))?;
-    f.sync_all().map_err(io(&path))?;
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
+    let written = f.write_all(&hdr).and_then(|()| f.sync_all()).and_then(|()| File::open(dir)?.sync_all());
+    if let Err(e) = written {
+        // A segment without its header (a full disk) is not left behind for recovery to trip on.
+        let _ = fs::remove_file(&path);
+        return Err(io(&path)(e));
+    }
     Ok((path.clone(), BufWriter::with_capacity(1 << 20, f)))
 }
 

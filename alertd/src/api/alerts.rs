@@ -261,7 +261,8 @@ struct ConfigText {
     original: String,
 }
 
-/// `GET /api/v2/status`: alertd runs alone, so its cluster status is `disabled`.
+/// `GET /api/v2/status`: alertd runs alone, so its cluster status is `disabled`. The configuration
+/// is shown with its secrets masked, as Alertmanager shows it.
 #[utoipa::path(get, path = "/api/v2/status", tag = AM_TAG, operation_id = "getStatus",
     responses((status = 200, description = "alertd's status and configuration text", body = Status)))]
 pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
@@ -278,7 +279,7 @@ pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
     Json(Status {
         cluster: ClusterStatus { name: String::new(), status: "disabled", peers: Vec::new() },
         version_info: version,
-        config: ConfigText { original: s.config_text.clone() },
+        config: ConfigText { original: crate::config::mask::masked(&s.config_text) },
         uptime: s.started,
     })
 }

@@ -341,7 +341,10 @@ async fn status_and_receivers() {
     let a = api(CONFIG, DEFAULT_MAX_BODY_BYTES);
     let s = a.get("/api/v2/status").await;
     assert_eq!(s["cluster"], json!({"name": "", "status": "disabled", "peers": []}));
-    assert_eq!(s["config"]["original"], CONFIG);
+    let shown = s["config"]["original"].as_str().expect("config text");
+    assert_eq!(shown, crate::config::mask::masked(CONFIG));
+    assert!(shown.contains("url: <secret>") && !shown.contains("localhost:500"), "{shown}");
+    assert!(shown.contains("receiver: team"), "{shown}");
     assert_eq!(s["uptime"], "2020-09-13T12:26:40Z");
     assert_eq!(s["versionInfo"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(a.get("/api/v2/receivers").await, json!([{"name": "pager"}, {"name": "team"}]));

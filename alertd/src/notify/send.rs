@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 pub struct SendStage {
     pub notifier: Arc<dyn Notifier>,
+    /// Read for the previous notification's time (see `Notification::previous`).
+    pub nflog: Arc<dyn NotificationLog>,
 }
 
 impl Stage for SendStage {
@@ -59,8 +61,10 @@ impl Stage for SendStage {
             now: ctx.now,
             extras: has_extras.then_some(extras),
         });
+        let previous = self.nflog.get(ctx.group_key, &ctx.recipient).map(|e| e.timestamp);
         self.notifier.notify(Notification {
             at: ctx.now,
+            previous,
             receiver: ctx.receiver.name.clone(),
             integration: ctx.recipient.clone(),
             message,

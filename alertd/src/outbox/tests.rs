@@ -19,6 +19,8 @@ pub(crate) fn notification(group: &str, integration: &str, at_ms: i64, alerts: &
         .collect();
     Notification {
         at: Timestamp::from_millis(at_ms),
+        // Successive notifications of a group follow distinct log entries.
+        previous: Some(Timestamp::from_millis(at_ms - 1)),
         receiver: "team".into(),
         integration: integration.into(),
         message: Message {
@@ -56,6 +58,12 @@ fn key_is_stable_and_tells_notifications_apart() {
     for n in &differ {
         assert_ne!(idempotency_key(n), key, "{n:?}");
     }
+    // A flush repeated after a crash (a later `at`, the log not yet written) is the same notification.
+    let mut again = base.clone();
+    again.at = Timestamp::from_millis(5_000);
+    assert_eq!(idempotency_key(&again), key);
+    again.previous = None;
+    assert_ne!(idempotency_key(&again), key);
 }
 
 #[test]

@@ -109,14 +109,21 @@ impl BlockWriter {
         if tmp.exists() {
             fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
         }
-        fs::create_dir_all(&tmp).map_err(io(&tmp))?;
-        write_synced(&tmp.join("chunks"), &self.chunks)?;
-        write_synced(&tmp.join("index"), &encode_index(&self.series))?;
-        write_synced(&tmp.join("events"), &encode_events(&self.events))?;
-        let json = serde_json::to_vec_pretty(&meta)
-            .map_err(|e| BlockError::Corrupt { path: tmp.clone(), reason: e.to_string() })?;
-        write_synced(&tmp.join("meta.json"), &json)?;
-        sync_dir(&tmp)?;
+        let written = (|| {
+            fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+            write_synced(&tmp.join("chunks"), &self.chunks)?;
+            write_synced(&tmp.join("index"), &encode_index(&self.series))?;
+            write_synced(&tmp.join("events"), &encode_events(&self.events))?;
+            let json = serde_json::to_vec_pretty(&meta)
+                .map_err(|e| BlockError::Corrupt { path: tmp.clone(), reason: e.to_string() })?;
+            write_synced(&tmp.join("meta.json"), &json)?;
+            sync_dir(&tmp)
+        })();
+        if let Err(e) = written {
+            // A full disk: the partial block is not left taking the space that is short.
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
         fs::rename(&tmp, &dst).map_err(io(&dst))?;
         sync_dir(blocks_dir)?;
         Ok((dst, meta))

@@ -123,7 +123,7 @@ impl Db {
                     line: lineno,
                     column: 1,
                     reason: format!(
-                        "timestamp more than {} in the future",
+                        "timestamp more than {} in the future (store.max_future)",
                         humantime::format_duration(self.shared.opts.max_future)
                     ),
                 }),
@@ -192,7 +192,7 @@ impl Db {
                         line: i + 1,
                         column: 1,
                         reason: format!(
-                            "series {labels}: timestamp {} more than {} in the future",
+                            "series {labels}: timestamp {} more than {} in the future (store.max_future)",
                             s.t,
                             humantime::format_duration(self.shared.opts.max_future)
                         ),

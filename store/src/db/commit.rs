@@ -137,7 +137,9 @@ fn run(shared: &Shared, queue: &(Mutex<Queue>, Condvar)) {
                     dirty = true;
                 }
                 Job::Cut { done } => {
-                    finish_group(shared, &mut group, &mut failed, &mut last_sync, &mut dirty);
+                    if finish_group(shared, &mut group, &mut failed, &mut last_sync, &mut dirty) {
+                        epoch += 1;
+                    }
                     let _ = done.send(cut(shared));
                     // Older segments go once the frozen head is in blocks: every series must be
                     // named again in the new one before it is used.
@@ -145,21 +147,25 @@ fn run(shared: &Shared, queue: &(Mutex<Queue>, Condvar)) {
                 }
             }
         }
-        finish_group(shared, &mut group, &mut failed, &mut last_sync, &mut dirty);
+        if finish_group(shared, &mut group, &mut failed, &mut last_sync, &mut dirty) {
+            // The series records of the refused entries are gone with them: name every series again.
+            epoch += 1;
+        }
     }
 }
 
-/// Syncs (per policy), applies and acknowledges the group; on a WAL error nothing is applied and
-/// every request in the group gets the error.
+/// Syncs (per policy), applies and acknowledges the group; on a WAL error (a full disk) nothing is
+/// applied, the group's entries are rolled back out of the WAL, and every request in the group gets
+/// the error. Returns whether it failed.
 fn finish_group(
     shared: &Shared,
     group: &mut Vec<Written>,
     failed: &mut Option<String>,
     last_sync: &mut Instant,
     dirty: &mut bool,
-) {
+) -> bool {
     if group.is_empty() && failed.is_none() {
-        return;
+        return false;
     }
     if failed.is_none()
         && let Err(e) = sync(shared, last_sync, dirty, false)
@@ -168,10 +174,13 @@ fn finish_group(
     }
     if let Some(e) = failed.take() {
         tracing::error!(error = %e, requests = group.len(), "WAL write failed; batches refused");
+        if let Err(error) = shared.wal.lock().rollback() {
+            tracing::error!(%error, "WAL rollback after a failed write failed");
+        }
         for (_, _, done) in group.drain(..) {
             let _ = done.send(Err(e.clone()));
         }
-        return;
+        return true;
     }
     let mut stored = 0u64;
     let mut nevents = 0u64;
@@ -194,6 +203,7 @@ fn finish_group(
     for (_, _, done) in group.drain(..) {
         let _ = done.send(Ok(()));
     }
+    false
 }
 
 fn sync(shared: &Shared, last_sync: &mut Instant, dirty: &mut bool, timer: bool) -> Result<(), String> {
@@ -242,10 +252,11 @@ fn unlogged_series(shared: &Shared, samples: &[RefSample], logged: &mut Vec<u64>
 }
 
 /// Runs on the commit thread, so no entry can slip between the freeze and the new segment.
+/// The WAL is cut first: when that fails (a full disk) the head is left as it was.
 fn cut(shared: &Shared) -> Result<(Arc<Frozen>, u64), String> {
     let mut head = shared.head.write();
-    let frozen = head.freeze();
     let mut wal = shared.wal.lock();
     let segment = wal.cut().map_err(|e| e.to_string())?;
+    let frozen = head.freeze();
     Ok((frozen, segment))
 }

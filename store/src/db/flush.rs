@@ -10,9 +10,17 @@ use std::sync::Arc;
 use std::sync::mpsc;
 
 /// Cuts the head, writes its samples as level-0 blocks (one per aligned block range they touch),
-/// loads them, then drops the frozen head and the WAL segments it came from.
+/// loads them, then drops the frozen head and the WAL segments it came from. When the blocks cannot
+/// be written (a full disk), the frozen head stays readable and its WAL segments stay on disk; the
+/// next flush writes it before cutting again, so nothing acknowledged is dropped.
 pub(crate) fn flush(shared: &Shared, committer: &Committer) -> Result<(), DbError> {
-    let _guard = shared.flush_lock.lock();
+    let mut unflushed = shared.flush_lock.lock();
+    if let Some((frozen, segment)) = unflushed.take()
+        && let Err(e) = write_frozen(shared, &frozen, segment)
+    {
+        *unflushed = Some((frozen, segment));
+        return Err(e);
+    }
     let (tx, rx) = mpsc::sync_channel(1);
     committer.submit(Job::Cut { done: tx })?;
     let (frozen, segment) = match rx.recv() {
@@ -25,6 +33,16 @@ pub(crate) fn flush(shared: &Shared, committer: &Committer) -> Result<(), DbErro
         }
         Err(_) => return Err(DbError::Closed),
     };
+    if let Err(e) = write_frozen(shared, &frozen, segment) {
+        *unflushed = Some((frozen, segment));
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Writes a frozen head as level-0 blocks, loads them, releases the frozen head and removes the WAL
+/// segments before `segment`.
+fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64) -> Result<(), DbError> {
     let range = shared.opts.block_range_ms;
     // One writer per block range the frozen samples touch; samples go in as slices, never copied.
     let mut windows: BTreeMap<i64, BlockWriter> = BTreeMap::new();

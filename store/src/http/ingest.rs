@@ -152,7 +152,10 @@ fn write_error(e: WriteError) -> Response {
     match e {
         WriteError::Invalid(errors) => invalid(errors),
         WriteError::Storage(msg) => {
-            influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("write failed: {msg}"), None)
+            // ENOSPC: say so in words; the OS's text is kept for the path.
+            let cause = if msg.contains("os error 28") { "the data directory's disk is full; " } else { "" };
+            let msg = format!("write failed: {cause}{msg}; nothing of this request was stored, retry later");
+            influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", msg, None)
         }
         WriteError::Db(e) => influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string(), None),
         e @ WriteError::OverBudget { .. } => {

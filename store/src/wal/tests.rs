@@ -113,3 +113,31 @@ fn golden_entry_bytes() {
     expect_test::expect!["0122010702085f5f6e616d655f5f0f6770755f706f7765725f7761747473036770750130021c020780a0abfef9620000000000c8794007a09c010000000000000000032e0102085f5f6e616d655f5f0f6770755f706f7765725f776174747303677075013080a0abfef96206586964203739"].assert_eq(&hex);
     assert_eq!(decode_entry(&p).unwrap().len(), 3);
 }
+
+#[test]
+fn rollback_forgets_unflushed_entries_in_buffer_and_file() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let (mut w, _) = Wal::open(d.path(), 1 << 20, |_| {}).unwrap();
+        w.append(&entry(0, 0, 0.0)).unwrap();
+        w.sync().unwrap();
+        // A refused group: one entry still buffered, and one larger than the buffer, so it reached the
+        // file before the failure.
+        w.append(&entry(1, 1000, 1.0)).unwrap();
+        let big = vec![7u8; 2 << 20];
+        w.append(&big).unwrap();
+        w.rollback().unwrap();
+        w.append(&entry(2, 2000, 2.0)).unwrap();
+        w.sync().unwrap();
+    }
+    let (got, rep) = replay(d.path());
+    assert!(rep.truncated.is_empty(), "{:?}", rep.truncated);
+    let firsts: Vec<u32> = got
+        .iter()
+        .map(|rs| match &rs[1] {
+            Record::Samples(s) => s[0].r,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(firsts, [0, 2], "the rolled-back entries are gone, the later one kept");
+}
