@@ -456,27 +456,38 @@ argus:
 
 /// What `GET /api/v1/demo` tells the status page: that this is demo data, the fault and the log.
 pub fn router(demo: &Demo, receiver: &Receiver) -> axum::Router {
-    let info = Arc::new((
-        serde_json::json!({
+    let info = Arc::new(DemoInfo {
+        static_part: serde_json::json!({
             "cluster": "demo",
             "label": "demo=\"true\"",
             "fault": {"host": HOST, "gpu": FAULT_GPU.to_string(), "at": demo.fault_at_ms() as f64 / 1000.0},
             "notification_log": receiver.log.display().to_string(),
             "receiver_url": format!("http://{}/", receiver.addr),
         }),
-        receiver.received.clone(),
-    ));
-    axum::Router::new().route(
-        "/api/v1/demo",
-        axum::routing::get(move || {
-            let info = info.clone();
-            async move {
-                let mut data = info.0.clone();
-                data["notifications_received"] = info.1.load(Ordering::Relaxed).into();
-                axum::Json(serde_json::json!({"status": "success", "data": data}))
-            }
-        }),
-    )
+        received: receiver.received.clone(),
+    });
+    axum::Router::new().route("/api/v1/demo", axum::routing::get(demo_info)).with_state(info)
+}
+
+struct DemoInfo {
+    static_part: serde_json::Value,
+    received: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The demo, for `GET /api/openapi.json` (listed only under `--demo`).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(demo_info), tags((name = "demo", description = "`argus serve --demo` (docs/quickstart.md)")))]
+pub struct DemoApi;
+
+/// What the demo replays: its cluster and label, the injected fault, where notifications are logged,
+/// and how many the demo's receiver got.
+#[utoipa::path(get, path = "/api/v1/demo", tag = "demo", operation_id = "getDemo",
+    responses((status = 200, description = "`{status: success, data: {cluster, label, fault: {host, gpu, at}, \
+        notification_log, receiver_url, notifications_received}}`", body = Object)))]
+async fn demo_info(axum::extract::State(info): axum::extract::State<Arc<DemoInfo>>) -> axum::Json<serde_json::Value> {
+    let mut data = info.static_part.clone();
+    data["notifications_received"] = info.received.load(Ordering::Relaxed).into();
+    axum::Json(serde_json::json!({"status": "success", "data": data}))
 }
 
 #[cfg(test)]

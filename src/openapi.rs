@@ -23,6 +23,8 @@ use utoipa::{OpenApi as _, PartialSchema};
 pub struct Parts {
     pub alertd: bool,
     pub analyzer: bool,
+    /// `argus serve --demo`.
+    pub demo: bool,
 }
 
 #[derive(utoipa::OpenApi)]
@@ -45,6 +47,10 @@ pub fn document(parts: Parts) -> OpenApi {
     let mut doc = ServeApi::openapi();
     doc.info.version = env!("CARGO_PKG_VERSION").into();
     doc.merge(argus_store::http::openapi::document());
+    doc.merge(crate::status::StatusApi::openapi());
+    if parts.demo {
+        doc.merge(crate::demo::DemoApi::openapi());
+    }
     if parts.alertd {
         doc.merge(argus_alertd::api::openapi::document());
     }

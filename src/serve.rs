@@ -179,7 +179,7 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         Some(a) => app.merge(a.router.clone()),
         None => app,
     };
-    let parts = crate::openapi::Parts { alertd: alertd.is_some(), analyzer: analyzer.is_some() };
+    let parts = crate::openapi::Parts { alertd: alertd.is_some(), analyzer: analyzer.is_some(), demo: demo.is_some() };
     let app = app.merge(crate::openapi::router(parts));
     let (analyzer_stop, analyzer_stopped) = tokio::sync::oneshot::channel::<()>();
     let app = app.merge(crate::status::router());

@@ -15,9 +15,6 @@ const INDEX: &str = include_str!("status/index.html");
 const APP_JS: &str = include_str!("status/app.js");
 const STYLE_CSS: &str = include_str!("status/style.css");
 
-/// Paths of the page and its assets, for the access map.
-pub const PATHS: [&str; 4] = ["/", "/status", "/status/app.js", "/status/style.css"];
-
 fn asset(body: &'static str, content_type: &'static str) -> impl IntoResponse {
     (
         [
@@ -34,12 +31,48 @@ fn asset(body: &'static str, content_type: &'static str) -> impl IntoResponse {
 }
 
 pub fn router() -> axum::Router {
-    let index = || async { asset(INDEX, "text/html; charset=utf-8") };
     axum::Router::new()
-        .route(PATHS[0], get(index))
-        .route(PATHS[1], get(index))
-        .route(PATHS[2], get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }))
-        .route(PATHS[3], get(|| async { asset(STYLE_CSS, "text/css; charset=utf-8") }))
+        .route("/", get(index))
+        .route("/status", get(status))
+        .route("/status/app.js", get(app_js))
+        .route("/status/style.css", get(style_css))
+}
+
+/// The status page and its assets, for `GET /api/openapi.json`.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(index, status, app_js, style_css),
+    tags((name = "status page", description = "The built-in status page (docs/quickstart.md)"))
+)]
+pub struct StatusApi;
+
+/// The status page.
+#[utoipa::path(get, path = "/", tag = "status page", operation_id = "statusPageRoot",
+    responses((status = 200, description = "The status page", body = String, content_type = "text/html; charset=utf-8")))]
+async fn index() -> impl IntoResponse {
+    asset(INDEX, "text/html; charset=utf-8")
+}
+
+/// The status page (the same as `/`).
+#[utoipa::path(get, path = "/status", tag = "status page", operation_id = "statusPage",
+    responses((status = 200, description = "The status page", body = String, content_type = "text/html; charset=utf-8")))]
+async fn status() -> impl IntoResponse {
+    asset(INDEX, "text/html; charset=utf-8")
+}
+
+/// The status page's script.
+#[utoipa::path(get, path = "/status/app.js", tag = "status page", operation_id = "statusPageScript",
+    responses((status = 200, description = "The page's script", body = String,
+        content_type = "text/javascript; charset=utf-8")))]
+async fn app_js() -> impl IntoResponse {
+    asset(APP_JS, "text/javascript; charset=utf-8")
+}
+
+/// The status page's style sheet.
+#[utoipa::path(get, path = "/status/style.css", tag = "status page", operation_id = "statusPageStyle",
+    responses((status = 200, description = "The page's style sheet", body = String, content_type = "text/css; charset=utf-8")))]
+async fn style_css() -> impl IntoResponse {
+    asset(STYLE_CSS, "text/css; charset=utf-8")
 }
 
 #[cfg(test)]
