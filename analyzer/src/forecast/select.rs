@@ -49,7 +49,9 @@ pub fn load_model(name: &str, state: serde_json::Value) -> Option<Result<Box<dyn
     fn load<M: super::calibrate::PointModel + Serialize + serde::de::DeserializeOwned + 'static>(
         state: serde_json::Value,
     ) -> Result<Box<dyn Forecaster>, String> {
-        serde_json::from_value::<Calibrated<M>>(state).map(|m| Box::new(m) as Box<dyn Forecaster>).map_err(|e| e.to_string())
+        serde_json::from_value::<Calibrated<M>>(state)
+            .map(|m| Box::new(m) as Box<dyn Forecaster>)
+            .map_err(|e| e.to_string())
     }
     Some(match name {
         "naive" => load::<Naive>(state),

@@ -165,8 +165,8 @@ impl Forecasting {
         let pools = pools
             .iter()
             .map(|p| {
-                let mut planner = CapacityPlanner::new(p.pool.clone(), p.planner.clone())
-                    .expect("pool configs are validated");
+                let mut planner =
+                    CapacityPlanner::new(p.pool.clone(), p.planner.clone()).expect("pool configs are validated");
                 let mut last = None;
                 if let Some((state, rec)) = state_dir.as_deref().and_then(|d| persist::load_pool(d, p)) {
                     planner.restore(state);
@@ -364,7 +364,8 @@ impl Forecasting {
             let model = s.model.model_name();
             let base = labels.without_name();
             for (label, k) in &t.target.horizons {
-                for (name, v) in [("argus_yhat", &f.mean), ("argus_yhat_lower", &f.lower), ("argus_yhat_upper", &f.upper)]
+                for (name, v) in
+                    [("argus_yhat", &f.mean), ("argus_yhat_lower", &f.lower), ("argus_yhat_upper", &f.upper)]
                 {
                     let mut l = base.clone();
                     l.set(METRIC_NAME, name);
@@ -398,7 +399,8 @@ impl Forecasting {
             t.latest.insert(labels.clone(), f);
         }
         entries.sort_by(|a, b| a.labels.cmp(&b.labels));
-        self.metrics.forecast_models(&t.target.metric, t.series.values().map(|s| (s.model.model_name(), s.model.selection())));
+        self.metrics
+            .forecast_models(&t.target.metric, t.series.values().map(|s| (s.model.model_name(), s.model.selection())));
         self.metrics.forecast_fits(&t.target.name, fits, t.series.len());
         self.board.by_target.write().insert(t.target.name.clone(), entries);
         Ok(true)
@@ -438,7 +440,8 @@ impl Forecasting {
         ] {
             writes.push(WriteSeries { labels: labels(name, None), samples: vec![Sample { t: end, v }] });
         }
-        for (reason, held) in [("hysteresis", HeldBy::Hysteresis), ("cooldown", HeldBy::Cooldown), ("window", HeldBy::Window)]
+        for (reason, held) in
+            [("hysteresis", HeldBy::Hysteresis), ("cooldown", HeldBy::Cooldown), ("window", HeldBy::Window)]
         {
             let v = if rec.held_by == Some(held) { 1.0 } else { 0.0 };
             writes.push(WriteSeries {

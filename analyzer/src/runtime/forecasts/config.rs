@@ -196,7 +196,10 @@ pub fn validate_targets(targets: &[TargetConfig]) -> Result<Vec<Target>, ConfigE
             for m in models {
                 if !MODELS.iter().any(|(n, _)| n == m) {
                     let known: Vec<&str> = MODELS.iter().map(|(n, _)| *n).collect();
-                    return Err(err(format!("{at}.models"), format!("unknown model {m:?} (known: {})", known.join(", "))));
+                    return Err(err(
+                        format!("{at}.models"),
+                        format!("unknown model {m:?} (known: {})", known.join(", ")),
+                    ));
                 }
             }
         }
@@ -264,11 +267,8 @@ pub fn validate_pools(pools: &[PoolConfig], targets: &[Target]) -> Result<Vec<Po
 /// The targets forecast when `[analyzer]` names none: cluster-wide sums of the collector's GPU series
 /// (docs/metrics.md) and the request load of scraped vLLM servers.
 pub fn default_targets() -> Vec<TargetConfig> {
-    let target = |name: &str, query: &str| TargetConfig {
-        name: name.into(),
-        query: query.into(),
-        ..TargetConfig::default()
-    };
+    let target =
+        |name: &str, query: &str| TargetConfig { name: name.into(), query: query.into(), ..TargetConfig::default() };
     vec![
         // GPUs' worth of busy time: the demand the cluster's GPUs carry.
         target("gpu_busy", "sum by (cluster) (gpu_utilization_ratio)"),

@@ -95,9 +95,8 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Option<T> {
             return None;
         }
     };
-    let version = serde_json::from_slice::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v.get("version").and_then(|v| v.as_u64()));
+    let version =
+        serde_json::from_slice::<serde_json::Value>(&text).ok().and_then(|v| v.get("version").and_then(|v| v.as_u64()));
     if version != Some(VERSION as u64) {
         tracing::info!(file = %path.display(), ?version, "{what} of another version; starting afresh");
         return None;
