@@ -117,7 +117,7 @@ fn valid_name(name: &str) -> bool {
 /// Steps of `step` in `d`, when `d` is a whole number of them.
 fn steps(key: &str, d: Duration, step: Duration) -> Result<usize, ConfigError> {
     let (d, s) = (d.as_millis(), step.as_millis());
-    if d % s != 0 {
+    if !d.is_multiple_of(s) {
         return Err(err(key, format!("must be a whole number of steps ({}s each)", s / 1000)));
     }
     Ok((d / s) as usize)
@@ -173,7 +173,7 @@ pub fn validate_targets(targets: &[TargetConfig]) -> Result<Vec<Target>, ConfigE
             None => {
                 for m in [5, 10, 15] {
                     let d = Duration::from_secs(m * 60);
-                    if d < horizon && d.as_millis() % step.as_millis() == 0 {
+                    if d < horizon && d.as_millis().is_multiple_of(step.as_millis()) {
                         horizons.push((label(d), (d.as_millis() / step.as_millis()) as usize));
                     }
                 }
