@@ -231,3 +231,10 @@ fn configuration_errors_name_the_target_and_key() {
     let labels: Vec<&str> = ok.forecasts[0].horizons.iter().map(|h| h.0.as_str()).collect();
     assert_eq!(labels, ["5m", "10m", "15m"]);
 }
+
+/// `argus serve` spawns the analyzer's loop on the runtime: its future must be `Send`.
+#[allow(dead_code)]
+fn the_loop_can_be_spawned(a: Analyzer) {
+    fn send<T: Send>(_: T) {}
+    send(a.run(async {}));
+}

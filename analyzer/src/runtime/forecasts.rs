@@ -263,24 +263,6 @@ impl Forecasting {
         }
     }
 
-    /// The series of `query` from `from` to `to` at `step`, chunked.
-    async fn read(&self, query: &str, from: i64, to: i64, step: i64) -> Result<HashMap<Labels, Vec<Sample>>, String> {
-        let mut out: HashMap<Labels, Vec<Sample>> = HashMap::new();
-        let mut start = from;
-        while start <= to {
-            let end = (start + (CHUNK_STEPS - 1) * step).min(to);
-            let value = self.backend.query_range(query, start, end, step).await.map_err(|e| e.to_string())?;
-            let QueryValue::Matrix(series) = value else {
-                return Err("the query does not return a range vector of series".into());
-            };
-            for s in series {
-                out.entry((*s.labels).clone()).or_default().extend_from_slice(&s.samples);
-            }
-            start = end + step;
-        }
-        Ok(out)
-    }
-
     /// One target at `now`: returns whether a step was forecast.
     async fn round(&mut self, i: usize, now: i64, writes: &mut Vec<WriteSeries>) -> Result<bool, String> {
         let t = &self.targets[i];
@@ -296,11 +278,13 @@ impl Forecasting {
             _ => end - history,
         };
         let query = t.target.query.clone();
-        let mut data = self.read(&query, from, end, step).await?;
+        // The backend alone is held across awaits: `self` holds models that are Send but not Sync.
+        let backend = self.backend.clone();
+        let mut data = read(&*backend, &query, from, end, step).await?;
         let t = &self.targets[i];
         if !refit && data.keys().any(|l| !t.series.contains_key(l)) {
             // A new series: its history, to fit it now.
-            let full = self.read(&query, end - history, end, step).await?;
+            let full = read(&*backend, &query, end - history, end, step).await?;
             let t = &self.targets[i];
             for (labels, samples) in full {
                 if !t.series.contains_key(&labels) {
@@ -414,7 +398,8 @@ impl Forecasting {
             Some(name) => Some(self.outlook(name)?.1),
             None => None,
         };
-        let current = match self.backend.query_instant(&pool.current, end).await.map_err(|e| e.to_string())? {
+        let backend = self.backend.clone();
+        let current = match backend.query_instant(&pool.current, end).await.map_err(|e| e.to_string())? {
             QueryValue::Vector(v) => v.iter().map(|(_, s)| s.v).filter(|v| v.is_finite()).sum::<f64>(),
             QueryValue::Scalar(s) => s.v,
             _ => return Err("current: the query returns neither a number nor series".into()),
@@ -468,6 +453,30 @@ impl Forecasting {
         let now = t.series.get(labels).map_or(f64::NAN, |s| s.last_v);
         Ok((end, Outlook::from_forecast(now, f)))
     }
+}
+
+/// The series of `query` from `from` to `to` at `step`, chunked.
+async fn read(
+    backend: &dyn StoreBackend,
+    query: &str,
+    from: i64,
+    to: i64,
+    step: i64,
+) -> Result<HashMap<Labels, Vec<Sample>>, String> {
+    let mut out: HashMap<Labels, Vec<Sample>> = HashMap::new();
+    let mut start = from;
+    while start <= to {
+        let end = (start + (CHUNK_STEPS - 1) * step).min(to);
+        let value = backend.query_range(query, start, end, step).await.map_err(|e| e.to_string())?;
+        let QueryValue::Matrix(series) = value else {
+            return Err("the query does not return a range vector of series".into());
+        };
+        for s in series {
+            out.entry((*s.labels).clone()).or_default().extend_from_slice(&s.samples);
+        }
+        start = end + step;
+    }
+    Ok(out)
 }
 
 /// Fits a series: the per-series choice, or the naive model when the history is too short to choose.
