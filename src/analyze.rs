@@ -51,7 +51,8 @@ pub fn build(
     metrics.register(registry);
     let rules = valid.rules.len();
     let analyzer = Analyzer::new(valid, backend, out, Some(data_dir.join("analyzer")), metrics);
-    tracing::info!(rules, "Analyzer is up: anomalies at /api/v1/anomalies");
-    let router = argus_analyzer::runtime::api::router(analyzer.board());
+    tracing::info!(rules, "Analyzer is up: anomalies at /api/v1/anomalies, forecasts at /api/v1/forecasts");
+    let router = argus_analyzer::runtime::api::router(analyzer.board())
+        .merge(argus_analyzer::runtime::forecasts::api::router(analyzer.forecast_board()));
     Ok(Some(Ready { analyzer, router }))
 }

@@ -89,6 +89,9 @@ const MAP: &[(Option<Method>, &str, Option<Scope>)] = &[
     (Some(Method::POST), "/api/v1/*", Some(Scope::Read)),
     (Some(Method::POST), "/api/v1/label/*/values", Some(Scope::Read)),
     (Some(Method::POST), "/api/v1/status/*", Some(Scope::Read)),
+    (Some(Method::GET), "/api/v1/forecasts", Some(Scope::Read)),
+    (Some(Method::GET), "/api/v1/capacity", Some(Scope::Read)),
+    (Some(Method::GET), "/api/v1/capacity/keda", Some(Scope::Read)),
     (Some(Method::GET), "*", Some(Scope::Read)),
     (Some(Method::HEAD), "*", Some(Scope::Read)),
 ];

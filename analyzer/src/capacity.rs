@@ -222,6 +222,15 @@ pub struct CapacityPlanner {
     recent: VecDeque<(i64, u64)>,
 }
 
+/// What a planner remembers between steps, saved across restarts (docs/format/analyzer-forecast-state.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlannerState {
+    /// The standing recommendation and when (ms) it last changed.
+    pub standing: Option<(u64, i64)>,
+    /// `(ms, wanted capacity)` over the scale-down window, oldest first.
+    pub recent: Vec<(i64, u64)>,
+}
+
 // === impl CapacityPlanner ===
 
 impl CapacityPlanner {
@@ -232,6 +241,17 @@ impl CapacityPlanner {
 
     pub fn config(&self) -> &PlannerConfig {
         &self.config
+    }
+
+    /// The memory to save.
+    pub fn state(&self) -> PlannerState {
+        PlannerState { standing: self.standing, recent: self.recent.iter().copied().collect() }
+    }
+
+    /// Picks up where a saved planner stopped.
+    pub fn restore(&mut self, state: PlannerState) {
+        self.standing = state.standing;
+        self.recent = state.recent.into();
     }
 
     /// The capacity wanted for `input`, before hysteresis and cooldown: `(base, reservation, desired)`.

@@ -51,6 +51,11 @@ pub trait Forecaster: Send {
     fn observe(&mut self, value: f64);
     /// The forecast for the next `horizon` steps after the last point fitted or observed.
     fn forecast(&self, horizon: usize) -> Result<Forecast, ForecastError>;
+    /// The fitted state as JSON, for a restart that resumes without refitting; `None` when the model
+    /// cannot be saved (it is refitted after a restart). [`select::load_model`] reads it back.
+    fn save(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 pub mod baseline;

@@ -11,11 +11,13 @@ pub mod alerts;
 pub mod api;
 pub mod config;
 pub mod detectors;
+pub mod forecasts;
 mod metrics;
 mod persist;
 
 pub use alerts::{Alert, AlertOut, HttpAlertOut};
 pub use config::{Config, ConfigError, Valid};
+pub use forecasts::{ForecastBoard, Forecasting};
 pub use metrics::Metrics;
 
 use crate::detect::peer::{self, PeerParams};
@@ -90,6 +92,7 @@ pub struct Analyzer {
     board: Arc<Board>,
     metrics: Metrics,
     last_checkpoint: i64,
+    forecasting: Forecasting,
 }
 
 impl Analyzer {
@@ -112,16 +115,40 @@ impl Analyzer {
                 }
             })
             .collect();
-        Analyzer { cfg, backend, out, state_dir, rules, board: Arc::default(), metrics, last_checkpoint: 0 }
+        let forecasting = Forecasting::new(
+            &cfg.forecasts,
+            &cfg.pools,
+            backend.clone(),
+            state_dir.clone(),
+            metrics.clone(),
+            cfg.forget_after,
+        );
+        Analyzer {
+            cfg,
+            backend,
+            out,
+            state_dir,
+            rules,
+            board: Arc::default(),
+            metrics,
+            last_checkpoint: 0,
+            forecasting,
+        }
     }
 
     pub fn board(&self) -> Arc<Board> {
         self.board.clone()
     }
 
-    /// The shortest rule interval: how often [`Analyzer::run`] wakes.
+    /// What `/api/v1/forecasts` and `/api/v1/capacity` read.
+    pub fn forecast_board(&self) -> Arc<ForecastBoard> {
+        self.forecasting.board()
+    }
+
+    /// The shortest rule interval or forecast step: how often [`Analyzer::run`] wakes.
     fn tick_every(&self) -> Duration {
-        self.rules.iter().map(|r| r.rule.interval).min().unwrap_or(Duration::from_secs(10))
+        let rules = self.rules.iter().map(|r| r.rule.interval);
+        rules.chain(self.forecasting.tick_every()).min().unwrap_or(Duration::from_secs(10))
     }
 
     /// Runs until `stop` completes, then saves the state.
@@ -175,6 +202,7 @@ impl Analyzer {
             }
         }
         self.metrics.tick_seconds(started.elapsed().as_secs_f64());
+        self.forecasting.tick(now).await;
         if now - self.last_checkpoint >= self.cfg.checkpoint.as_millis() as i64 {
             if self.last_checkpoint != 0 {
                 self.checkpoint();
@@ -183,8 +211,10 @@ impl Analyzer {
         }
     }
 
-    /// Saves every rule's detector state (atomically per rule).
+    /// Saves every rule's detector state (atomically per rule), every forecast target's models and every
+    /// pool's planner.
     pub fn checkpoint(&self) {
+        self.forecasting.checkpoint();
         if let Some(dir) = &self.state_dir {
             for r in &self.rules {
                 if let Err(error) = persist::save(dir, r) {

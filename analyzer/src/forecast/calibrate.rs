@@ -148,7 +148,7 @@ impl<M: PointModel> Calibrated<M> {
     }
 }
 
-impl<M: PointModel> Forecaster for Calibrated<M> {
+impl<M: PointModel + Serialize> Forecaster for Calibrated<M> {
     fn name(&self) -> &str {
         &self.name
     }
@@ -192,5 +192,9 @@ impl<M: PointModel> Forecaster for Calibrated<M> {
         let mut point = vec![0.0; horizon];
         self.model.point(&mut point);
         Ok(self.band.apply(point, self.volatility.scale()))
+    }
+
+    fn save(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(self).ok()
     }
 }

@@ -9,9 +9,10 @@ use super::ets::Ets;
 use super::linear::Linear;
 use super::mstl::Mstl;
 use super::{Forecast, ForecastError, Forecaster, Regular};
+use serde::{Deserialize, Serialize};
 
 /// What the models are built for: the horizon and the series' step.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
     /// Steps ahead to forecast (and to calibrate bands and choose models for).
     pub horizon: usize,
@@ -42,9 +43,29 @@ pub fn build_all(config: &ModelConfig) -> Vec<Box<dyn Forecaster>> {
     MODELS.iter().map(|(_, build)| build(config)).collect()
 }
 
+/// A model saved by [`Forecaster::save`], read back by its `model` label; `None` for a name with no saved
+/// form here (that model is refitted after a restart).
+pub fn load_model(name: &str, state: serde_json::Value) -> Option<Result<Box<dyn Forecaster>, String>> {
+    fn load<M: super::calibrate::PointModel + Serialize + serde::de::DeserializeOwned + 'static>(
+        state: serde_json::Value,
+    ) -> Result<Box<dyn Forecaster>, String> {
+        serde_json::from_value::<Calibrated<M>>(state)
+            .map(|m| Box::new(m) as Box<dyn Forecaster>)
+            .map_err(|e| e.to_string())
+    }
+    Some(match name {
+        "naive" => load::<Naive>(state),
+        "seasonal_naive" => load::<SeasonalNaive>(state),
+        "ets" => load::<Ets>(state),
+        "mstl" => load::<Mstl>(state),
+        "linear" => load::<Linear>(state),
+        _ => return None,
+    })
+}
+
 /// The choice made for one series, for the `argus_forecast_model_selected` and
 /// `argus_forecast_backtest_mae` metrics.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Selection {
     /// The chosen model's name, or `ensemble` when steps blend models.
     pub model: String,
@@ -62,6 +83,8 @@ pub struct Selected {
     /// Share of the history (at most `max_validation` points) the choice is backtested on.
     validation_share: f64,
     max_validation: usize,
+    /// The candidates by name, when not every registered model.
+    only: Option<Vec<String>>,
     models: Vec<Box<dyn Forecaster>>,
     /// `weights[h][m]`: weight of model `m` at step `h + 1`.
     weights: Vec<Vec<f64>>,
@@ -76,12 +99,61 @@ impl Selected {
             config,
             validation_share: 0.2,
             max_validation: 4 * config.day(),
+            only: None,
             models: Vec::new(),
             weights: Vec::new(),
             band: Band::default(),
             volatility: Volatility::new(Volatility::SPAN),
             selection: Selection::default(),
         }
+    }
+
+    /// Chooses among the named models only (names from [`MODELS`]).
+    pub fn with_models(config: ModelConfig, names: Vec<String>) -> Self {
+        Selected { only: Some(names), ..Selected::new(config) }
+    }
+
+    /// The fitted state: the choice, the blend weights, the band and every model's own state. `None`
+    /// before the first fit or when a model cannot be saved.
+    pub fn save(&self) -> Option<serde_json::Value> {
+        if self.models.is_empty() {
+            return None;
+        }
+        let models = self.models.iter().map(|m| m.save()).collect::<Option<Vec<_>>>()?;
+        serde_json::to_value(SavedSelected {
+            config: self.config,
+            only: self.only.clone(),
+            weights: self.weights.clone(),
+            band: self.band.clone(),
+            volatility: self.volatility.clone(),
+            selection: self.selection.clone(),
+            models,
+        })
+        .ok()
+    }
+
+    /// A fitted choice saved by [`Selected::save`], ready to observe and forecast without refitting.
+    pub fn load(state: serde_json::Value) -> Result<Selected, String> {
+        let saved: SavedSelected = serde_json::from_value(state).map_err(|e| e.to_string())?;
+        if saved.models.len() != saved.selection.weights.len() {
+            return Err("the saved models do not match the saved weights".into());
+        }
+        let models = saved
+            .selection
+            .weights
+            .iter()
+            .zip(saved.models)
+            .map(|((name, _), state)| load_model(name, state).unwrap_or_else(|| Err(format!("unknown model {name:?}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Selected {
+            weights: saved.weights,
+            band: saved.band,
+            volatility: saved.volatility,
+            selection: saved.selection,
+            models,
+            only: saved.only,
+            ..Selected::new(saved.config)
+        })
     }
 
     /// The last choice made by `fit`.
@@ -99,6 +171,18 @@ impl Selected {
     }
 }
 
+/// The saved form of [`Selected`] (docs/format/analyzer-forecast-state.md).
+#[derive(Serialize, Deserialize)]
+struct SavedSelected {
+    config: ModelConfig,
+    only: Option<Vec<String>>,
+    weights: Vec<Vec<f64>>,
+    band: Band,
+    volatility: Volatility,
+    selection: Selection,
+    models: Vec<serde_json::Value>,
+}
+
 impl Forecaster for Selected {
     fn name(&self) -> &str {
         "selected"
@@ -113,8 +197,10 @@ impl Forecaster for Selected {
         }
         let split = n - held;
         // Backtest: fit on everything before the validation slice, then walk it.
+        let only = self.only.as_ref();
         let mut probes: Vec<Box<dyn Forecaster>> = build_all(&self.config)
             .into_iter()
+            .filter(|m| only.is_none_or(|names| names.iter().any(|n| n == m.name())))
             .filter_map(|mut m| m.fit(Regular { values: &history.values[..split], ..history }).ok().map(|()| m))
             .collect();
         if probes.is_empty() {
@@ -216,5 +302,9 @@ impl Forecaster for Selected {
             .collect::<Result<Vec<_>, _>>()?;
         let point = self.combine(&forecasts, horizon);
         Ok(self.band.apply(point, self.volatility.scale()))
+    }
+
+    fn save(&self) -> Option<serde_json::Value> {
+        Selected::save(self)
     }
 }

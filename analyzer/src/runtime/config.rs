@@ -44,6 +44,12 @@ pub struct Config {
     pub forget_after: Option<String>,
     #[serde(default, rename = "rule")]
     pub rules: Vec<RuleConfig>,
+    /// `[[analyzer.forecast]]` targets (default: [`super::forecasts::config::default_targets`]).
+    #[serde(default, rename = "forecast")]
+    pub forecasts: Vec<super::forecasts::config::TargetConfig>,
+    /// `[[analyzer.capacity]]` pools planned from forecast targets.
+    #[serde(default)]
+    pub capacity: Vec<super::forecasts::config::PoolConfig>,
 }
 
 /// One `[[analyzer.rule]]`: a PromQL query whose every series is watched by the named detectors.
@@ -87,6 +93,8 @@ pub struct Valid {
     pub checkpoint: Duration,
     pub forget_after: Duration,
     pub rules: Vec<Rule>,
+    pub forecasts: Vec<super::forecasts::config::Target>,
+    pub pools: Vec<super::forecasts::config::Pool>,
 }
 
 /// A validated rule.
@@ -161,7 +169,12 @@ impl Config {
             checkpoint: duration("checkpoint", &self.checkpoint, Duration::from_secs(300))?,
             forget_after: duration("forget_after", &self.forget_after, Duration::from_secs(3600))?,
             rules: valid,
+            forecasts: Vec::new(),
+            pools: Vec::new(),
         };
+        let forecasts = super::forecasts::config::validate_targets(&self.forecasts)?;
+        let pools = super::forecasts::config::validate_pools(&self.capacity, &forecasts)?;
+        let v = Valid { forecasts, pools, ..v };
         if let Some(u) = &v.alert_url
             && !(u.starts_with("http://") || u.starts_with("https://"))
         {

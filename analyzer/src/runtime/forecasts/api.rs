@@ -1,0 +1,101 @@
+//! The forecasting API:
+//!
+//! - `GET /api/v1/forecasts`: every series' latest forecast with its whole trajectory, in Prometheus'
+//!   success envelope. Parameters: `metric` (the forecasts' `metric` label), `target`, `match` (a PromQL
+//!   selector such as `{cluster="a",host=~"gpu-.*"}` the series' labels must satisfy), `limit` (default 1000).
+//! - `GET /api/v1/capacity`: the latest recommendation of every pool ([`CapacityReport`]).
+//! - `GET /api/v1/capacity/keda`: the same for KEDA's `metrics-api` scaler ([`KedaMetrics`]).
+
+use super::{ForecastBoard, ForecastEntry};
+use crate::capacity::{CapacityReport, KedaMetrics};
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use promql_parser::label::Matcher;
+use promql_parser::parser::Expr;
+use serde::Deserialize;
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+struct Params {
+    metric: Option<String>,
+    target: Option<String>,
+    #[serde(rename = "match")]
+    matcher: Option<String>,
+    limit: Option<String>,
+}
+
+pub fn router(board: Arc<ForecastBoard>) -> axum::Router {
+    axum::Router::new()
+        .route("/api/v1/forecasts", get(forecasts))
+        .route("/api/v1/capacity", get(capacity))
+        .route("/api/v1/capacity/keda", get(keda))
+        .with_state(board)
+}
+
+fn bad(msg: String) -> Response {
+    let body = serde_json::json!({"status": "error", "errorType": "bad_data", "error": msg});
+    (StatusCode::BAD_REQUEST, Json(body)).into_response()
+}
+
+/// The label matchers of a selector like `{a="b"}` (a metric name in it matches `metric`).
+fn matchers(selector: &str) -> Result<Vec<Matcher>, String> {
+    let expr = promql_parser::parser::parse(selector).map_err(|e| format!("match: not a selector: {e}"))?;
+    let Expr::VectorSelector(vs) = expr else {
+        return Err(format!("match: {selector:?} is not a series selector"));
+    };
+    if !vs.matchers.or_matchers.is_empty() {
+        return Err("match: `or` in a selector is not supported here".into());
+    }
+    let mut out = vs.matchers.matchers;
+    if let Some(name) = vs.name {
+        out.push(Matcher::new(promql_parser::label::MatchOp::Equal, "metric", &name));
+    }
+    Ok(out)
+}
+
+fn selected(e: &ForecastEntry, m: &Matcher) -> bool {
+    let value = match m.name.as_str() {
+        "metric" | "__name__" => e.metric.as_str(),
+        name => e.labels.get(name).map_or("", String::as_str),
+    };
+    m.is_match(value)
+}
+
+async fn forecasts(State(board): State<Arc<ForecastBoard>>, Query(p): Query<Params>) -> Response {
+    let limit = match p.limit.as_deref().map(str::parse::<usize>) {
+        None => 1000,
+        Some(Ok(v)) => v,
+        Some(Err(_)) => return bad(format!("limit: {:?} is not a count", p.limit.unwrap_or_default())),
+    };
+    let ms = match p.matcher.as_deref().map(matchers).transpose() {
+        Ok(ms) => ms.unwrap_or_default(),
+        Err(e) => return bad(e),
+    };
+    let by_target = board.by_target.read();
+    if let Some(t) = &p.target
+        && !by_target.contains_key(t)
+    {
+        return bad(format!("target: no forecast target named {t:?} has been forecast"));
+    }
+    let rows: Vec<&ForecastEntry> = by_target
+        .iter()
+        .filter(|(name, _)| p.target.as_ref().is_none_or(|t| t == *name))
+        .flat_map(|(_, e)| e.iter())
+        .filter(|e| p.metric.as_ref().is_none_or(|m| *m == e.metric))
+        .filter(|e| ms.iter().all(|m| selected(e, m)))
+        .take(limit)
+        .collect();
+    Json(serde_json::json!({"status": "success", "data": rows})).into_response()
+}
+
+async fn capacity(State(board): State<Arc<ForecastBoard>>) -> Response {
+    let data = board.capacity.read().values().cloned().collect();
+    Json(CapacityReport::new(data)).into_response()
+}
+
+async fn keda(State(board): State<Arc<ForecastBoard>>) -> Response {
+    Json(KedaMetrics::from_recommendations(board.capacity.read().values())).into_response()
+}
