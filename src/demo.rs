@@ -322,6 +322,27 @@ pub async fn prepare(cfg: &mut crate::config::Config, data_dir: &Path, db: Arc<D
     cfg.analyzer.alert_after.get_or_insert(2);
     let now = argus_store::db::now_ms();
     let demo = Arc::new(Demo::new(now)?);
+    // Forecasts of every pool's GPU demand (running + pending) and capacity plans from them, beside the
+    // default targets, unless the configuration names its own.
+    if cfg.analyzer.forecasts.is_empty() && cfg.analyzer.capacity.is_empty() {
+        use argus_analyzer::runtime::forecasts::config::{PoolConfig, TargetConfig, default_targets};
+        cfg.analyzer.forecasts = default_targets();
+        for p in &demo.pools {
+            let sel = format!("{{cluster=\"demo\",pool=\"{}\"}}", p.name);
+            cfg.analyzer.forecasts.push(TargetConfig {
+                name: format!("demand_{}", p.name),
+                query: format!("sum by (pool) (pool_gpu_running{sel}) + sum by (pool) (pool_gpu_pending{sel})"),
+                metric: Some("pool_gpu_demand".into()),
+                ..TargetConfig::default()
+            });
+            cfg.analyzer.capacity.push(PoolConfig {
+                pool: p.name.clone(),
+                demand: format!("demand_{}", p.name),
+                current: format!("sum(pool_gpu_capacity{sel})"),
+                ..PoolConfig::default()
+            });
+        }
+    }
     let (d, w) = (demo.clone(), db.clone());
     let started = std::time::Instant::now();
     let points = tokio::task::spawn_blocking(move || d.backfill(&w, now)).await??;

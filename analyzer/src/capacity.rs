@@ -126,7 +126,7 @@ pub struct PlanInput {
 }
 
 /// What the recommendation asks of the pool, compared with its current capacity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     ScaleUp,
@@ -135,7 +135,7 @@ pub enum Action {
 }
 
 /// Why the recommendation stayed where it was although the wanted capacity differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HeldBy {
     /// Wanted capacity is below the standing one, but not by more than the margin.
@@ -148,7 +148,7 @@ pub enum HeldBy {
 
 /// One planning step's outcome for a pool. This is the JSON of `GET /api/v1/capacity` entries and of the
 /// scheduler webhook.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Recommendation {
     pub pool: String,
     pub timestamp_ms: i64,
@@ -175,7 +175,7 @@ pub struct Recommendation {
 }
 
 /// `GET /api/v1/capacity`: the latest recommendation of every pool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CapacityReport {
     pub status: String,
     pub data: Vec<Recommendation>,
@@ -189,12 +189,12 @@ impl CapacityReport {
 
 /// KEDA `metrics-api` scaler body: `{"pools": {POOL: {"recommended": N, "desired": N, "current": N}}}`;
 /// a ScaledObject points `valueLocation` at `pools.POOL.recommended`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct KedaMetrics {
     pub pools: BTreeMap<String, KedaPool>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct KedaPool {
     pub recommended: u64,
     pub desired: u64,

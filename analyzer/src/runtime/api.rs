@@ -23,8 +23,8 @@ struct Params {
 pub fn document() -> utoipa::openapi::OpenApi {
     #[derive(utoipa::OpenApi)]
     #[openapi(
-        paths(anomalies),
-        tags((name = TAG, description = "The analyzer: anomaly scores of every rule's series")),
+        paths(anomalies, super::forecasts::api::forecasts, super::forecasts::api::capacity, super::forecasts::api::keda),
+        tags((name = TAG, description = "The analyzer: anomaly scores, forecasts and capacity recommendations")),
     )]
     struct AnalyzerApi;
     <AnalyzerApi as utoipa::OpenApi>::openapi()

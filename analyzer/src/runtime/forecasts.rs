@@ -35,7 +35,7 @@ use super::Metrics;
 const CHUNK_STEPS: i64 = 720;
 
 /// One series' latest forecast, as `GET /api/v1/forecasts` shows it.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct ForecastEntry {
     pub target: String,
     pub metric: String,
@@ -52,18 +52,23 @@ pub struct ForecastEntry {
     pub points: Vec<Point>,
 }
 
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, Copy, serde::Serialize, utoipa::ToSchema)]
 pub struct Backtest {
+    #[schema(value_type = Option<f64>)]
     pub mae: f64,
     pub naive_mae: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, Copy, serde::Serialize, utoipa::ToSchema)]
 pub struct Point {
     /// Unix seconds.
     pub t: f64,
+    // A model that cannot forecast a step writes NaN, which JSON shows as null.
+    #[schema(value_type = Option<f64>)]
     pub yhat: f64,
+    #[schema(value_type = Option<f64>)]
     pub lower: f64,
+    #[schema(value_type = Option<f64>)]
     pub upper: f64,
 }
 

@@ -64,7 +64,24 @@ fn selected(e: &ForecastEntry, m: &Matcher) -> bool {
     m.is_match(value)
 }
 
-async fn forecasts(State(board): State<Arc<ForecastBoard>>, Query(p): Query<Params>) -> Response {
+/// `data` of `/api/v1/forecasts`.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // For its schema: the answer is built with `json!`.
+pub(crate) struct Forecasts {
+    /// `success`.
+    status: String,
+    data: Vec<ForecastEntry>,
+}
+
+/// Every series' latest forecast with its whole trajectory.
+#[utoipa::path(get, path = "/api/v1/forecasts", tag = "analyzer",
+    params(("metric" = Option<String>, Query, description = "Only forecasts with this `metric` label"),
+        ("target" = Option<String>, Query, description = "Only this forecast target's series"),
+        ("match" = Option<String>, Query, description = "A series selector the forecast's labels must satisfy, e.g. `{cluster=\"a\"}`"),
+        ("limit" = Option<String>, Query, description = "At most this many series (default 1000)", example = "1000")),
+    responses((status = 200, description = "Forecasts", body = Forecasts),
+        (status = 400, description = "A malformed parameter, or an unknown target (`bad_data`)", body = argus_store::http::openapi::PromError)))]
+pub(crate) async fn forecasts(State(board): State<Arc<ForecastBoard>>, Query(p): Query<Params>) -> Response {
     let limit = match p.limit.as_deref().map(str::parse::<usize>) {
         None => 1000,
         Some(Ok(v)) => v,
@@ -91,11 +108,17 @@ async fn forecasts(State(board): State<Arc<ForecastBoard>>, Query(p): Query<Para
     Json(serde_json::json!({"status": "success", "data": rows})).into_response()
 }
 
-async fn capacity(State(board): State<Arc<ForecastBoard>>) -> Response {
+/// The latest capacity recommendation of every pool.
+#[utoipa::path(get, path = "/api/v1/capacity", tag = "analyzer",
+    responses((status = 200, description = "Recommendations", body = CapacityReport)))]
+pub(crate) async fn capacity(State(board): State<Arc<ForecastBoard>>) -> Response {
     let data = board.capacity.read().values().cloned().collect();
     Json(CapacityReport::new(data)).into_response()
 }
 
-async fn keda(State(board): State<Arc<ForecastBoard>>) -> Response {
+/// The same recommendations for KEDA's `metrics-api` scaler (`valueLocation: pools.POOL.recommended`).
+#[utoipa::path(get, path = "/api/v1/capacity/keda", tag = "analyzer",
+    responses((status = 200, description = "Per pool: recommended, desired and current capacity", body = KedaMetrics)))]
+pub(crate) async fn keda(State(board): State<Arc<ForecastBoard>>) -> Response {
     Json(KedaMetrics::from_recommendations(board.capacity.read().values())).into_response()
 }
