@@ -19,7 +19,7 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 #[derive(Deserialize)]
-struct Params {
+pub(crate) struct Params {
     metric: Option<String>,
     target: Option<String>,
     #[serde(rename = "match")]
