@@ -6,7 +6,7 @@
 //!
 //! Adding an endpoint: annotate its handler with `#[utoipa::path]` and name it in its crate's
 //! `paths(...)` (for a handler in src/, in `ServeApi`'s below; a router merged only in some
-//! configurations gets a flag in `Parts`). `tests.rs` fails when a `.route(…)` in src/, store/,
+//! configurations gets a flag in `Parts`). `tests.rs` fails when a route (a `.route` call) in src/, store/,
 //! alertd/ or analyzer/ is missing from the document.
 
 use crate::auth;
