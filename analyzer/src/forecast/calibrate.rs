@@ -99,8 +99,10 @@ impl Band {
                     v[n - 1] * ((i + 1) as f64 / n as f64).sqrt()
                 }
         };
-        let lower = point.iter().enumerate().map(|(i, p)| p + widen(i, &self.lower)).collect();
-        let upper = point.iter().enumerate().map(|(i, p)| p + widen(i, &self.upper)).collect();
+        // Residuals of a biased model can all lie on one side; the band still holds the forecast, so a
+        // reader never sees a point outside its own band.
+        let lower = point.iter().enumerate().map(|(i, p)| (p + widen(i, &self.lower)).min(*p)).collect();
+        let upper = point.iter().enumerate().map(|(i, p)| (p + widen(i, &self.upper)).max(*p)).collect();
         Forecast { mean: point, lower, upper }
     }
 }
