@@ -175,24 +175,37 @@ impl Engine {
         }
         tracing::info!(incident = due.incident, receiver = %receiver.name, "Escalating an unacknowledged incident");
         for integration in receiver.integrations() {
-            let ctx = Ctx {
-                now: due.at,
-                receiver,
-                integration,
-                recipient: crate::deliver::recipient(&receiver.name, integration.kind, integration.index),
-                group_key: &group.key,
-                group_labels: &group.labels,
-                opts: &group.opts,
-                time_intervals: &self.cfg.time_intervals,
-                external_url: &self.cfg.external_url,
-                flap: self.flap.as_ref(),
-                incident: Some((c, incident)),
-                escalation: Some(rule.after),
-                sent: Cell::new(false),
-            };
+            let ctx = self.ctx(due.at, receiver, integration, group, Some((c, incident)), Some(rule.after));
             if let Err(error) = self.escalation_pipeline.exec(&ctx, alerts.clone()) {
                 tracing::warn!(receiver = %receiver.name, group = %group.key, %error, "Escalation failed");
             }
+        }
+    }
+
+    /// What the pipeline's stages read about one notification of `group` to one integration.
+    fn ctx<'a>(
+        &'a self,
+        now: Timestamp,
+        receiver: &'a crate::receiver::Receiver,
+        integration: crate::receiver::Integration,
+        group: &'a crate::dispatch::AggrGroup,
+        incident: Option<(&'a Correlator, &'a crate::incident::Incident)>,
+        escalation: Option<Duration>,
+    ) -> Ctx<'a> {
+        Ctx {
+            now,
+            receiver,
+            integration,
+            recipient: crate::deliver::recipient(&receiver.name, integration.kind, integration.index),
+            group_key: &group.key,
+            group_labels: &group.labels,
+            opts: &group.opts,
+            time_intervals: &self.cfg.time_intervals,
+            external_url: &self.cfg.external_url,
+            flap: self.flap.as_ref(),
+            incident,
+            escalation,
+            sent: Cell::new(false),
         }
     }
 
@@ -208,21 +221,7 @@ impl Engine {
         let mut ok = true;
         let mut sent_any = false;
         for integration in receiver.integrations() {
-            let ctx = Ctx {
-                now: at,
-                receiver,
-                integration,
-                recipient: crate::deliver::recipient(&receiver.name, integration.kind, integration.index),
-                group_key: &group.key,
-                group_labels: &group.labels,
-                opts: &group.opts,
-                time_intervals: &self.cfg.time_intervals,
-                external_url: &self.cfg.external_url,
-                flap: self.flap.as_ref(),
-                incident,
-                escalation: None,
-                sent: Cell::new(false),
-            };
+            let ctx = self.ctx(at, receiver, integration, group, incident, None);
             match self.pipeline.exec(&ctx, alerts.clone()) {
                 Ok(sent) => sent_any |= sent,
                 Err(error) => {
