@@ -7,6 +7,7 @@ mod collect;
 mod config;
 mod demo;
 mod eval;
+mod malloc;
 mod openapi;
 mod serve;
 mod simulate;
@@ -56,6 +57,7 @@ enum Cmd {
 }
 
 fn main() -> Result<()> {
+    malloc::tune();
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Serve(args) => serve::run(args),
