@@ -65,6 +65,10 @@ fn store() -> &'static (argus_store::Db, i64) {
         let lines = argus_model::lineprotocol::parse_numbered(&body).expect("fixture parses");
         let (nums, lines): (Vec<usize>, Vec<_>) = lines.into_iter().unzip();
         db.write_lines(&lines, &nums, argus_model::lineprotocol::Precision::Milliseconds, &[]).expect("fixture");
+        // The store lives as long as the process (a static is never dropped), so its directory would
+        // outlive it. Queries read the head in memory and nothing writes after the fixture, so the
+        // directory goes now; the open WAL file stays valid until exit.
+        let _ = std::fs::remove_dir_all(&dir);
         (db, now)
     })
 }
