@@ -272,3 +272,45 @@ async fn a_silenced_or_resolved_incident_does_not_escalate() {
         30s team Firing [XidError@h2] incident=2 cause=gpu_fault"#]]
     .assert_eq(&got);
 }
+
+const SIBLINGS: &str = r#"
+route:
+  receiver: default
+  group_by: [alertname]
+  group_wait: 30s
+  group_interval: 5m
+  routes:
+    - matchers: ['severity="critical"']
+      receiver: pager
+      continue: true
+    - matchers: ['severity="critical"']
+      receiver: chat
+      continue: true
+      routes:
+        - matchers: ['team="gpu"']
+          receiver: gpu-team
+    - matchers: ['severity="critical"']
+      receiver: pager
+receivers:
+  - {name: default, webhook_configs: [{url: 'http://localhost:5001/'}]}
+  - {name: pager, webhook_configs: [{url: 'http://localhost:5002/'}]}
+  - {name: chat, webhook_configs: [{url: 'http://localhost:5003/'}]}
+  - {name: gpu-team, webhook_configs: [{url: 'http://localhost:5004/'}]}
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn sibling_routes_with_the_same_matchers_each_notify_their_receiver() {
+    let got = Timeline::new(SIBLINGS)
+        .push(secs(0), vec![alert(&[("alertname", "GpuDown"), ("severity", "critical")], None)])
+        .push(secs(10), vec![alert(&[("alertname", "XidError"), ("severity", "critical"), ("team", "gpu")], None)])
+        .run(secs(60))
+        .await;
+    // Each route keeps its own aggregation group (Alertmanager keys groups by route). The third
+    // sibling sends to `pager` again under the same group key, so the notification log dedups it.
+    expect![[r#"
+        30s chat Firing [GpuDown]
+        30s pager Firing [GpuDown]
+        40s gpu-team Firing [XidError]
+        40s pager Firing [XidError]"#]]
+    .assert_eq(&got);
+}

@@ -176,7 +176,7 @@ pub async fn get_groups(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<J
         if !alerts.is_empty() {
             let group =
                 AlertGroup { labels: kv(&g.labels), receiver: Receiver { name: g.opts.receiver.clone() }, alerts };
-            out.push((g.key.clone(), group));
+            out.push((g.id.clone(), group));
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));

@@ -472,7 +472,7 @@ fn build_route(
     c: &Ctx,
     r: &raw::Route,
     field: &str,
-    parent_key: Option<&str>,
+    parent_route: Option<&Route>,
     parent: &RouteOpts,
     receivers: &BTreeMap<String, Receiver>,
     intervals: &BTreeMap<String, Vec<TimeInterval>>,
@@ -539,18 +539,11 @@ fn build_route(
     if opts.repeat_interval.is_zero() {
         return Err(c.err(format!("{field}.repeat_interval"), "repeat_interval", "must be greater than 0"));
     }
-    let mut node = Route::new(parent_key, matchers, r.continue_, opts);
+    let mut node = Route::new(parent_route, matchers, r.continue_, opts);
     for (i, child) in r.routes.iter().enumerate() {
-        let key = node.key.clone();
-        node.routes.push(build_route(
-            c,
-            child,
-            &format!("{field}.routes[{i}]"),
-            Some(&key),
-            &node.opts,
-            receivers,
-            intervals,
-        )?);
+        let child =
+            build_route(c, child, &format!("{field}.routes[{i}]"), Some(&node), &node.opts, receivers, intervals)?;
+        node.add_child(child);
     }
     Ok(node)
 }
