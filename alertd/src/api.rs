@@ -54,6 +54,7 @@ pub fn router(state: State) -> Router {
         .route("/api/v2/receivers", get(alerts::get_receivers))
         .route("/api/v1/incidents", get(history::get_incidents))
         .route("/api/v1/incidents/{id}/ack", post(history::ack_incident))
+        .route("/api/v1/incidents/{id}/silence", post(history::silence_incident))
         .route("/api/v1/notifications", get(history::get_notifications))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)

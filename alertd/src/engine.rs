@@ -122,6 +122,7 @@ impl Engine {
                 self.dispatcher.insert(route, labels, incident, put.alert.clone(), now);
             }
         }
+        self.expire_resolved_silences(now);
     }
 
     /// The next time `advance` has work.
@@ -142,6 +143,7 @@ impl Engine {
                 (Some(f), e) if e.is_none_or(|e| f <= e) => {
                     let Some((at, key)) = self.dispatcher.pop_due(now) else { break };
                     self.gc(at);
+                    self.expire_resolved_silences(at);
                     let ok = self.flush(&key, at);
                     self.dispatcher.after_flush(&key, at, ok);
                 }
@@ -154,6 +156,64 @@ impl Engine {
             }
         }
         self.gc(now);
+        self.expire_resolved_silences(now);
+    }
+
+    /// Whether a firing alert at `now` is matched by all of `matchers`.
+    pub fn firing_matches(&self, matchers: &[argus_model::Matcher], now: Timestamp) -> bool {
+        self.store
+            .iter()
+            .any(|a| !a.resolved_at(now) && matchers.iter().all(|m| m.matches(a.labels.get(&m.name).unwrap_or(""))))
+    }
+
+    /// Expires, at `now`, each active silence until resolved that no firing alert matches any more:
+    /// the alerts it silenced (and any that matched it since) have all resolved.
+    fn expire_resolved_silences(&mut self, now: Timestamp) {
+        for s in self.silences.list() {
+            if !s.until_resolved || !s.active_at(now) || self.firing_matches(&s.matchers, now) {
+                continue;
+            }
+            match self.silences.expire(&s.id, now) {
+                Ok(_) => tracing::info!(silence = %s.id, "Silence expired: its alerts have resolved"),
+                Err(error) => tracing::error!(silence = %s.id, %error, "Silence expiry failed"),
+            }
+        }
+    }
+
+    /// Matchers that select the alerts of incident `id` opened at `opened_at` that fire at `now`:
+    /// its group's labels, the names of those alerts, and each correlation label that all of them
+    /// carry, with the values they have. None when the engine holds no firing alert of the incident.
+    pub fn incident_matchers(
+        &self,
+        id: u64,
+        opened_at: Timestamp,
+        now: Timestamp,
+    ) -> Option<Vec<argus_model::Matcher>> {
+        use argus_model::{MatchOp, Matcher};
+        let c = self.correlator.as_ref()?;
+        let group = self.dispatcher.groups().find(|g| {
+            g.incident == Some(id) && c.incident(&g.route_group, id).is_some_and(|i| i.opened_at == opened_at)
+        })?;
+        let alerts: Vec<Alert> = group.sorted_alerts().into_iter().filter(|a| !a.resolved_at(now)).collect();
+        if alerts.is_empty() {
+            return None;
+        }
+        let any_of = |name: &str| -> Option<Matcher> {
+            let mut values: Vec<&str> = alerts.iter().map(|a| a.labels.get(name)).collect::<Option<Vec<_>>>()?;
+            values.sort_unstable();
+            values.dedup();
+            let re = values.iter().map(|v| regex::escape(v)).collect::<Vec<_>>().join("|");
+            Matcher::new(name, MatchOp::RegexMatch, re).ok()
+        };
+        let mut out: Vec<Matcher> = group.labels.iter().map(|l| Matcher::eq(&l.name, &l.value)).collect();
+        for name in std::iter::once("alertname").chain(c.cfg.labels.iter().map(String::as_str)) {
+            if group.labels.get(name).is_none()
+                && let Some(m) = any_of(name)
+            {
+                out.push(m);
+            }
+        }
+        Some(out)
     }
 
     /// Acknowledges incident `id` opened at `opened_at` (as the history database names it): its

@@ -135,6 +135,7 @@ async fn silence_mutes_while_active() {
             updated_at: T0,
             created_by: "test".into(),
             comment: "maintenance".into(),
+            until_resolved: false,
         })
         .unwrap();
     let got = t
@@ -259,6 +260,7 @@ async fn a_silenced_or_resolved_incident_does_not_escalate() {
             updated_at: T0,
             created_by: "test".into(),
             comment: String::new(),
+            until_resolved: false,
         })
         .unwrap();
     let got = t
@@ -313,4 +315,31 @@ async fn sibling_routes_with_the_same_matchers_each_notify_their_receiver() {
         40s gpu-team Firing [XidError]
         40s pager Firing [XidError]"#]]
     .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
+async fn silence_until_resolved_ends_when_its_alerts_resolve() {
+    let h1 = [("alertname", "Slow"), ("host", "h1")];
+    let t = Timeline::new(INHIBIT);
+    let silences = t.silences.clone();
+    let got = t
+        .push(secs(0), vec![alert(&h1, None)])
+        .push(secs(0), vec![alert(&[("alertname", "Slow"), ("host", "h2")], Some(200))])
+        .silence_until_resolved(secs(10), vec![Matcher::eq("host", "h1")])
+        .push(secs(60), vec![alert(&h1, None)])
+        .push(secs(120), vec![alert(&h1, Some(120))])
+        .push(secs(180), vec![alert(&h1, None)])
+        .run(secs(400))
+        .await;
+    // Slow@h1 is silenced while it fires (30s, 1m30s); it resolves at 2m and the silence ends then,
+    // so nothing about it goes out (its firing was never notified); it fires again at 3m and is
+    // notified after its new group's wait.
+    expect![[r#"
+        30s team Firing [Slow@h2]
+        3m30s team Firing [Slow@h1]
+        3m30s team Resolved [Slow@h2(resolved)]"#]]
+    .assert_eq(&got);
+    let s = &silences.list()[0];
+    assert!(s.until_resolved);
+    assert_eq!((s.starts_at, s.ends_at), (T0 + secs(10), T0 + secs(120)));
 }

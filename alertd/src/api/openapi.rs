@@ -28,6 +28,7 @@ pub(super) const HISTORY_TAG: &str = "incidents";
         super::silences::delete_silence,
         super::history::get_incidents,
         super::history::ack_incident,
+        super::history::silence_incident,
         super::history::get_notifications,
     ),
     tags(

@@ -331,6 +331,16 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         }
     };
 
+    let silence_until_resolved_max = c.duration(
+        "argus.silence_until_resolved_max",
+        "silence_until_resolved_max",
+        &argus.silence_until_resolved_max,
+        super::DEFAULT_SILENCE_UNTIL_RESOLVED_MAX,
+    )?;
+    if silence_until_resolved_max.is_zero() {
+        return Err(c.err("argus.silence_until_resolved_max", "silence_until_resolved_max", "must be greater than 0"));
+    }
+
     Ok(Config {
         ca_file: ca_file(&c, g.http_config.as_ref())?,
         resolve_timeout,
@@ -343,6 +353,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         correlation,
         escalation,
         rules,
+        silence_until_resolved_max,
     })
 }
 
