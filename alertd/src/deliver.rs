@@ -290,6 +290,12 @@ impl Deliverer {
         self
     }
 
+    /// Counts into `metrics`: those of the deliverer this one replaces on a reload, already registered.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Deliverer {
+        self.metrics = metrics;
+        self
+    }
+
     /// The workers' counters, to register with the process's registry.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics

@@ -27,6 +27,12 @@ const GC_EVERY: Duration = Duration::from_secs(900);
 /// `--data.retention`).
 const NFLOG_RETENTION: Duration = Duration::from_secs(120 * 3600);
 
+/// Equal configuration sections. Matchers (holding compiled regexes) have no `PartialEq`; their
+/// `Debug` form names their name, operator and value, which is what makes two of them equal.
+fn same<T: std::fmt::Debug>(a: &T, b: &T) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
+
 pub struct Engine {
     cfg: Config,
     store: AlertStore,
@@ -113,16 +119,49 @@ impl Engine {
                 }
             }
             self.inhibitor.observe(&put.alert);
-            for route in self.cfg.route.match_labels(&put.alert.labels) {
-                let labels = route.group_labels(&put.alert.labels);
-                let incident = match &mut self.correlator {
-                    Some(c) => c.assign(&route_group(route, &labels), &put.alert, now),
-                    None => None,
-                };
-                self.dispatcher.insert(route, labels, incident, put.alert.clone(), now);
-            }
+            self.dispatch(&put.alert, now);
         }
         self.expire_resolved_silences(now);
+    }
+
+    /// Puts a stored alert into the group of each route it matches.
+    fn dispatch(&mut self, alert: &Alert, now: Timestamp) {
+        for route in self.cfg.route.match_labels(&alert.labels) {
+            let labels = route.group_labels(&alert.labels);
+            let incident = match &mut self.correlator {
+                Some(c) => c.assign(&route_group(route, &labels), alert, now),
+                None => None,
+            };
+            self.dispatcher.insert(route, labels, incident, alert.clone(), now);
+        }
+    }
+
+    /// Swaps in a new configuration at `now`, sending through `notifier` from then on, as
+    /// Alertmanager does on reload: the dispatcher is rebuilt and takes every held alert again, so
+    /// each group starts over; one whose alerts began longer than `group_wait` ago flushes at once,
+    /// and the notification log (kept, keyed by group) holds back what was already sent. Groups of
+    /// routes that still exist therefore keep their notification state; groups of new or changed
+    /// routes notify as new ones. Silences and held alerts are kept, and so are flap history,
+    /// incidents and escalations while their sections are unchanged.
+    pub fn reload(&mut self, cfg: Config, notifier: Arc<dyn Notifier>, now: Timestamp) {
+        let mut next = Engine::new(cfg, self.silences.clone(), self.nflog.clone(), notifier);
+        next.store = std::mem::take(&mut self.store);
+        next.last_gc = self.last_gc;
+        if next.cfg.flap == self.cfg.flap {
+            next.flap = self.flap.take();
+        }
+        if same(&next.cfg.correlation, &self.cfg.correlation) {
+            next.correlator = self.correlator.take();
+            if same(&next.cfg.escalation, &self.cfg.escalation) {
+                next.escalator = std::mem::take(&mut self.escalator);
+            }
+        }
+        let held: Vec<Alert> = next.store.iter().cloned().collect();
+        for a in &held {
+            next.inhibitor.observe(a);
+            next.dispatch(a, now);
+        }
+        *self = next;
     }
 
     /// The next time `advance` has work.
@@ -360,3 +399,6 @@ impl Engine {
         self.store.get(fp).map(|a| a.status(now))
     }
 }
+
+#[cfg(test)]
+mod tests;

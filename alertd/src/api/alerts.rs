@@ -279,7 +279,9 @@ pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
     Json(Status {
         cluster: ClusterStatus { name: String::new(), status: "disabled", peers: Vec::new() },
         version_info: version,
-        config: ConfigText { original: crate::config::mask::masked(&s.config_text) },
+        config: ConfigText {
+            original: crate::config::mask::masked(&s.config_text.read().unwrap_or_else(|e| e.into_inner())),
+        },
         uptime: s.started,
     })
 }
