@@ -255,6 +255,16 @@ impl Notifier for OutboxNotifier {
         self.wake.wake(&n.integration);
         Ok(())
     }
+
+    /// Prunes delivered and failed outbox entries finished `retention` before `now`; pending ones stay.
+    fn gc(&self, now: crate::time::Timestamp, retention: Duration) {
+        let before = (now - retention).millis();
+        match self.outbox.gc(before) {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(entries = n, "Finished outbox entries pruned"),
+            Err(error) => tracing::warn!(%error, "Outbox pruning failed"),
+        }
+    }
 }
 
 /// The delivery workers of one outbox.

@@ -23,9 +23,9 @@ use std::time::Duration;
 
 /// How often (in engine time) state is garbage-collected.
 const GC_EVERY: Duration = Duration::from_secs(900);
-/// How long notification log entries and expired silences are kept (Alertmanager's default
-/// `--data.retention`).
-const NFLOG_RETENTION: Duration = Duration::from_secs(120 * 3600);
+/// How long notification log entries, expired silences and finished outbox entries are kept
+/// (Alertmanager's default `--data.retention`).
+pub const NFLOG_RETENTION: Duration = Duration::from_secs(120 * 3600);
 
 /// Equal configuration sections. Matchers (holding compiled regexes) have no `PartialEq`; their
 /// `Debug` form names their name, operator and value, which is what makes two of them equal.
@@ -47,6 +47,8 @@ pub struct Engine {
     /// leave the notification log alone, so the incident's own receiver is unaffected.
     escalation_pipeline: Pipeline,
     escalator: Escalator,
+    /// Where notifications go, for its housekeeping.
+    notifier: Arc<dyn Notifier>,
     last_gc: Option<Timestamp>,
 }
 
@@ -77,7 +79,7 @@ impl Engine {
                 Box::new(TimeActiveStage),
                 Box::new(TimeMuteStage),
                 Box::new(MuteStage { name: "silence", muter: silencer }),
-                Box::new(SendStage { notifier, nflog: nflog.clone() }),
+                Box::new(SendStage { notifier: notifier.clone(), nflog: nflog.clone() }),
             ],
         };
         Engine {
@@ -92,6 +94,7 @@ impl Engine {
             silences,
             pipeline,
             escalation_pipeline,
+            notifier,
             last_gc: None,
         }
     }
@@ -350,6 +353,7 @@ impl Engine {
         self.inhibitor.gc(now);
         self.nflog.gc(now, NFLOG_RETENTION);
         self.silences.gc(now, NFLOG_RETENTION);
+        self.notifier.gc(now, NFLOG_RETENTION);
         if let Some(f) = &mut self.flap {
             f.gc(now);
         }

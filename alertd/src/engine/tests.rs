@@ -71,3 +71,29 @@ fn reload_keeps_the_state_of_groups_whose_routes_remain() {
     got.sort();
     assert_eq!(got, ["400 pager", "400 team"]);
 }
+
+#[test]
+fn housekeeping_prunes_finished_outbox_entries_after_the_retention() {
+    use crate::deliver::{self, Deliverer, RetryPolicy};
+    use crate::outbox::{Outbox, State};
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = Arc::new(Outbox::open(&dir.path().join("alertd.db")).unwrap());
+    let cfg = config("");
+    let deliverer = Deliverer::new(outbox.clone(), deliver::build(&cfg).unwrap(), RetryPolicy::default());
+    let notifier = Arc::new(deliverer.notifier());
+    let mut e = Engine::new(cfg, Arc::new(MemSilences::default()), Arc::new(MemLog::default()), notifier);
+    e.post(at(0), vec![alert("A"), alert("B")]).unwrap();
+    e.advance(at(30));
+    let first = outbox.next("team/webhook/0").unwrap().unwrap();
+    outbox.finish(first.id, State::Delivered, None, at(40).millis()).unwrap();
+    assert_eq!((outbox.count(State::Delivered).unwrap(), outbox.count(State::Pending).unwrap()), (1, 1));
+
+    let retention = NFLOG_RETENTION.as_secs();
+    e.advance(at(40 + retention - GC_EVERY.as_secs()));
+    assert_eq!(outbox.count(State::Delivered).unwrap(), 1, "kept within the retention");
+    let pending = outbox.count(State::Pending).unwrap();
+    assert!(pending >= 1);
+    e.advance(at(40 + retention + 1));
+    assert_eq!(outbox.count(State::Delivered).unwrap(), 0, "pruned after it");
+    assert_eq!(outbox.count(State::Pending).unwrap(), pending, "pending entries stay, however old");
+}
