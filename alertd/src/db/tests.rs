@@ -4,7 +4,7 @@ use crate::engine::Engine;
 use crate::notify::{Notifier, Recorder};
 use crate::silence::{Silence, Silences};
 use crate::time::Timestamp;
-use argus_model::Matcher;
+use argus_model::{Labels, Matcher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -207,4 +207,52 @@ fn a_version_1_database_gains_silences_until_resolved() {
         again.iter().map(|s| (s.id.as_str(), s.until_resolved)).collect::<Vec<_>>(),
         [("new", true), ("old", false)]
     );
+}
+
+#[test]
+fn a_log_written_before_groups_were_kept_per_route_still_dedups() {
+    // Before, sibling routes with the same matchers shared one group, and only the first one's
+    // receiver was notified and logged, under the route key. That row, as such a version left it:
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path()).unwrap();
+        db.conn()
+            .execute(
+                "INSERT INTO nflog (group_key, recipient, firing, resolved, timestamp) VALUES (?1, ?2, ?3, '[]', ?4)",
+                rusqlite::params![
+                    r#"{}/{host="h1"}:{alertname="A"}"#,
+                    "team/webhook/0",
+                    format!(
+                        "[\"{}\"]",
+                        crate::alert::fingerprint(&Labels::from_pairs([("alertname", "A"), ("host", "h1")]))
+                    ),
+                    at(30).0
+                ],
+            )
+            .unwrap();
+    }
+    let config = r#"
+route:
+  receiver: team
+  group_by: [alertname]
+  group_wait: 30s
+  group_interval: 5m
+  repeat_interval: 1h
+  routes:
+    - {matchers: ['host="h1"'], receiver: team, continue: true}
+    - {matchers: ['host="h1"'], receiver: pager}
+receivers:
+  - {name: team, webhook_configs: [{url: 'http://localhost:5001/'}]}
+  - {name: pager, webhook_configs: [{url: 'http://localhost:5002/'}]}
+"#;
+    let db = Arc::new(Db::open(dir.path()).unwrap());
+    let nflog = Arc::new(DbLog::load(db.clone()).unwrap());
+    let silences = Arc::new(DbSilences::load(db).unwrap());
+    let rec = Arc::new(Recorder::default());
+    let mut e = Engine::new(crate::config::parse(config, "t.yml").unwrap(), silences, nflog, rec.clone());
+    e.post(at(120), vec![alert("A", "h1")]).unwrap();
+    e.advance(at(400));
+    // The first sibling's group has the key the row was written under: `team` is not told again;
+    // the second sibling's receiver, never told, now is.
+    assert_eq!(rec.take().iter().map(|n| n.receiver.clone()).collect::<Vec<_>>(), ["pager"]);
 }
