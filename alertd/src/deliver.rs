@@ -255,6 +255,16 @@ impl Notifier for OutboxNotifier {
         self.wake.wake(&n.integration);
         Ok(())
     }
+
+    /// Prunes delivered and failed outbox entries finished `retention` before `now`; pending ones stay.
+    fn gc(&self, now: crate::time::Timestamp, retention: Duration) {
+        let before = (now - retention).millis();
+        match self.outbox.gc(before) {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(entries = n, "Finished outbox entries pruned"),
+            Err(error) => tracing::warn!(%error, "Outbox pruning failed"),
+        }
+    }
 }
 
 /// The delivery workers of one outbox.
@@ -287,6 +297,12 @@ impl Deliverer {
     /// limit holds is batched into one message.
     pub fn with_rate_limits(mut self, limits: RateLimits) -> Deliverer {
         self.limits = limits;
+        self
+    }
+
+    /// Counts into `metrics`: those of the deliverer this one replaces on a reload, already registered.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Deliverer {
+        self.metrics = metrics;
         self
     }
 

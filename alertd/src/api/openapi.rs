@@ -28,7 +28,9 @@ pub(super) const HISTORY_TAG: &str = "incidents";
         super::silences::delete_silence,
         super::history::get_incidents,
         super::history::ack_incident,
+        super::history::silence_incident,
         super::history::get_notifications,
+        super::reload::post_reload,
     ),
     tags(
         (name = AM_TAG, description = "Alertmanager's API v2: alerts, groups, silences, status, receivers"),
@@ -87,6 +89,9 @@ pub struct GettableSilenceSchema {
     #[serde(rename = "createdBy")]
     created_by: String,
     comment: String,
+    /// alertd's own, present only when true: a silence until resolved.
+    #[serde(rename = "untilResolved")]
+    until_resolved: Option<bool>,
     status: SilenceStatus,
     #[serde(rename = "updatedAt")]
     updated_at: Timestamp,

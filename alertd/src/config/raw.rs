@@ -318,6 +318,8 @@ pub struct Argus {
     #[serde(default)]
     pub escalation: Vec<Escalation>,
     pub rules: Option<Rules>,
+    /// The longest a silence until resolved lasts when its alerts never resolve (default 7d).
+    pub silence_until_resolved_max: Option<String>,
 }
 
 /// `argus.escalation[]`: an unacknowledged incident notified to another receiver after a delay.
