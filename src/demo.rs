@@ -52,6 +52,8 @@ const GPU_MEMORY_BYTES: f64 = 85_899_345_920.0;
 pub const NOTIFICATION_LOG: &str = "demo-notifications.jsonl";
 /// File name of the demo's alertd configuration, written to the data directory.
 pub const ALERTD_CONFIG: &str = "demo-alertd.yml";
+/// File name of the demo's recording rules, written to the data directory beside it.
+pub const RULES: &str = "demo-rules.yml";
 
 /// One replayed GPU: its pod in the trace, duty cycle (percent) and memory used (bytes) per minute.
 struct Gpu {
@@ -194,8 +196,13 @@ impl Demo {
 
     /// Writes the history from `now - BACKFILL` to `now`.
     pub fn backfill(&self, db: &Db, now: i64) -> Result<usize> {
+        self.write_history(db, now - BACKFILL.as_millis() as i64, now)
+    }
+
+    /// Writes the points from `from` to `now`, a step apart.
+    fn write_history(&self, db: &Db, from: i64, now: i64) -> Result<usize> {
         let step = STEP.as_millis() as i64;
-        let mut t = (now - BACKFILL.as_millis() as i64) / step * step;
+        let mut t = from.div_euclid(step) * step;
         let mut points = 0;
         let mut text = String::new();
         while t <= now {
@@ -357,19 +364,6 @@ pub async fn prepare(
     } else {
         scrape_self(&mut cfg.collector, server)?;
     }
-    let alertd_config = match &cfg.alertd.config_file {
-        Some(p) => {
-            tracing::warn!(config = %p.display(), "Demo: alertd uses the configured file, not the demo receiver");
-            None
-        }
-        None => {
-            let path = data_dir.join(ALERTD_CONFIG);
-            let text = alertd_config(&format!("http://{}/", receiver.addr));
-            std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
-            cfg.alertd.config_file = Some(path.clone());
-            Some(path)
-        }
-    };
     // The default rules, with GPU peers compared over 30 s rather than five minutes and alerts after
     // two anomalous steps rather than three, so the fault is an incident within about a minute.
     if cfg.analyzer.rules.is_empty() {
@@ -402,6 +396,22 @@ pub async fn prepare(
             });
         }
     }
+    let alertd_config = match &cfg.alertd.config_file {
+        Some(p) => {
+            tracing::warn!(config = %p.display(), "Demo: alertd uses the configured file, not the demo receiver");
+            None
+        }
+        None => {
+            let rules = data_dir.join(RULES);
+            std::fs::write(&rules, recording_rules(&cfg.analyzer.forecasts))
+                .with_context(|| format!("{}: cannot write", rules.display()))?;
+            let path = data_dir.join(ALERTD_CONFIG);
+            let text = alertd_config(&format!("http://{}/", receiver.addr));
+            std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+            cfg.alertd.config_file = Some(path.clone());
+            Some(path)
+        }
+    };
     let (d, w) = (demo.clone(), db.clone());
     let started = std::time::Instant::now();
     let points = tokio::task::spawn_blocking(move || d.backfill(&w, now)).await??;
@@ -552,6 +562,7 @@ receivers:
 argus:
   # HostDown's last-seen series for the demo's GPU host; no Watchdog, so every notification is the fault's.
   rules:
+    files: [{RULES}]
     watchdog: false
     host_down_metric: gpu_utilization_ratio
   correlation:
@@ -562,6 +573,24 @@ argus:
     backoff_step: 2
 "
     )
+}
+
+/// Recording rules for the forecast targets: each target's value under its `metric` name, so the
+/// forecasts dashboard draws what happened beside what was forecast (its "actual" line reads the
+/// series of that name). Targets whose query is already a series of that name need none.
+pub fn recording_rules(targets: &[argus_analyzer::runtime::forecasts::config::TargetConfig]) -> String {
+    let mut out = String::from(
+        "# Recording rules of `argus serve --demo` (written at every demo start): every forecast target's\n\
+         # value under its metric name, for the forecasts dashboard.\ngroups:\n  - name: demo-forecast-targets\n    rules:\n",
+    );
+    for t in targets {
+        let metric = t.metric.as_deref().unwrap_or(&t.name);
+        if t.query.trim() == metric {
+            continue;
+        }
+        let _ = write!(out, "      - record: {metric}\n        expr: '{}'\n", t.query.replace('\'', "''"));
+    }
+    out
 }
 
 /// What `GET /api/v1/demo` tells the status page: that this is demo data, the fault and the log.
@@ -658,17 +687,34 @@ mod tests {
         let db = Db::open(argus_store::Options::new(dir.path())).unwrap();
         let now = argus_store::db::now_ms();
         let d = Demo::new(now).unwrap();
-        let points = d.backfill(&db, now).unwrap();
-        let steps = (BACKFILL.as_secs() / STEP.as_secs()) as usize;
-        // Four fields per GPU and three per pool, at every step of six hours.
+        // The last half hour of it (the whole six hours take long in a debug build).
+        let points = d.write_history(&db, now - 1_800_000, now).unwrap();
+        let steps = (1_800 / STEP.as_secs()) as usize;
+        // Four fields per GPU and three per pool, at every step.
         assert!(points >= steps * (8 * 4 + 3 * 3), "{points}");
-        let m = argus_model::Matcher::new("__name__", argus_model::MatchOp::Equal, "gpu_temperature_celsius").unwrap();
-        assert_eq!(db.series(&[m], now - 3_600_000, now).len(), 8);
+        let series = |name: &str| {
+            let m = argus_model::Matcher::new("__name__", argus_model::MatchOp::Equal, name).unwrap();
+            db.series(&[m], now - 1_800_000, now)
+        };
+        assert_eq!(series("gpu_temperature_celsius").len(), 8);
+        // The service, training and fabric families, every SERVICE_STEP: one series per pod, rank, port, link.
+        assert_eq!(series("vllm:request_success_total").len(), 8);
+        assert_eq!(series("train_step").len(), 6);
+        assert_eq!(series("ib_transmit_bytes_total").len(), 2);
+        assert_eq!(series("gpu_nvlink_transmit_bytes_total").len(), 16);
+        assert_eq!(series("gpu_process_memory_used_bytes").len(), 8);
     }
 
     #[test]
-    fn alertd_config_is_valid() {
+    fn alertd_config_and_rules_are_valid() {
+        let dir = tempfile::tempdir().unwrap();
         let text = alertd_config("http://127.0.0.1:1/");
         argus_alertd::config::parse(&text, "demo").unwrap();
+        let targets = argus_analyzer::runtime::forecasts::config::default_targets();
+        let rules = recording_rules(&targets);
+        assert_eq!(rules.matches("- record: ").count(), targets.len(), "{rules}");
+        let path = dir.path().join(RULES);
+        std::fs::write(&path, rules).unwrap();
+        argus_alertd::rules::file::load(&path).unwrap();
     }
 }

@@ -28,7 +28,8 @@ pub struct Fabric {
 impl Fabric {
     pub fn new(util: &[&[f64]]) -> Fabric {
         let n = util.first().map_or(0, |u| u.len());
-        let load: Vec<f64> = (0..n).map(|m| util.iter().map(|u| u[m]).sum::<f64>() / util.len() as f64 / 100.0).collect();
+        let load: Vec<f64> =
+            (0..n).map(|m| util.iter().map(|u| u[m]).sum::<f64>() / util.len() as f64 / 100.0).collect();
         let congestion = load.iter().map(|l| ((l - 0.5).max(0.0) * 2.0).powi(2)).collect();
         Fabric {
             load: Counter::new(load),

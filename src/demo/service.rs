@@ -69,11 +69,12 @@ impl Service {
                     }
                     let total: f64 = last.iter().sum();
                     let mut acc = 0.0;
-                    last.iter().map(|c| {
-                        acc += c / total.max(1.0);
-                        acc
-                    })
-                    .collect()
+                    last.iter()
+                        .map(|c| {
+                            acc += c / total.max(1.0);
+                            acc
+                        })
+                        .collect()
                 })
                 .collect()
         };
@@ -149,7 +150,8 @@ impl Service {
             let up = until == t;
             let running = if up { super::at(&self.running[p], t) } else { 0.0 };
             let waiting = super::at(&self.waiting, t);
-            let labels = format!("cluster=demo,demo=true,host={host},job={JOB},instance={host}:{},model_name={MODEL}", 8000 + p);
+            let labels =
+                format!("cluster=demo,demo=true,host={host},job={JOB},instance={host}:{},model_name={MODEL}", 8000 + p);
             // Scraping takes a few milliseconds, a little longer while the pod is busy.
             let duration = 0.004 + 0.002 * running.min(4.0);
             let _ = writeln!(
@@ -165,7 +167,12 @@ impl Service {
             let _ = writeln!(out, "vllm:generation_tokens,{labels} total={} {t}", done * self.generated_tokens);
             for h in [&self.e2e, &self.ttft] {
                 for (b, le) in h.bounds.iter().enumerate() {
-                    let _ = writeln!(out, "{},{labels},le={le} bucket={} {t}", h.name, h.buckets[p][b].since(origin, until));
+                    let _ = writeln!(
+                        out,
+                        "{},{labels},le={le} bucket={} {t}",
+                        h.name,
+                        h.buckets[p][b].since(origin, until)
+                    );
                 }
                 let _ = writeln!(out, "{},{labels} count={done} {t}", h.name);
             }
