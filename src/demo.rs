@@ -471,6 +471,9 @@ fn scrape_self(c: &mut argus_collector::Config, server: SocketAddr) -> Result<()
         ..Default::default()
     };
     let scrape = c.scrape.get_or_insert_with(Default::default);
+    // Often enough that a counter's first increase (the first notification) shows as a rate within
+    // seconds: three scrapes within a minute's window.
+    scrape.interval.get_or_insert_with(|| "5s".into());
     scrape.targets.push(target(format!("http://{}/metrics", SocketAddr::new(ip, server.port())), "argus"));
     scrape.targets.push(target(format!("http://{collector}/metrics"), "argus-collector"));
     Ok(())
