@@ -159,7 +159,7 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     let db = Arc::new(db);
     // === demo: its receiver and alertd configuration first, and history before the analyzer warms up ===
     let demo = match mode.demo {
-        true => Some(crate::demo::prepare(&mut cfg, &data_dir, db.clone()).await?),
+        true => Some(crate::demo::prepare(&mut cfg, &data_dir, db.clone(), listen.addr, listen.tls.is_some()).await?),
         false => None,
     };
     let mut registry = prometheus_client::registry::Registry::default();
