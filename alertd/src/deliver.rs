@@ -12,6 +12,7 @@ mod http;
 pub mod limit;
 pub mod metrics;
 mod robot;
+pub mod scheduler;
 pub mod sign;
 pub mod slack;
 pub mod template;
@@ -41,6 +42,16 @@ use tokio::sync::Notify;
 pub trait Integration: Send + Sync {
     fn render(&self, n: &Notification) -> Result<Vec<u8>, DeliverError>;
     fn send<'a>(&'a self, body: &'a [u8], key: &'a str) -> BoxFuture<'a, Result<(), DeliverError>>;
+
+    /// The body of a capacity plan keyed `key`; None for integrations that take no capacity plans
+    /// (all but the scheduler's).
+    fn render_capacity(
+        &self,
+        _plan: &scheduler::capacity::CapacityPlan,
+        _key: &str,
+    ) -> Option<Result<Vec<u8>, DeliverError>> {
+        None
+    }
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -127,19 +138,9 @@ impl RetryPolicy {
 /// Every configured integration by its notification-log name: the one place where each receiver
 /// kind is built.
 pub fn build(cfg: &Config) -> Result<Integrations, DeliverError> {
-    let mut client = reqwest::Client::builder();
-    if let Some(path) = &cfg.ca_file {
-        let bad = |e: &dyn std::fmt::Display| {
-            DeliverError::Request(format!("global.http_config.tls_config.ca_file {}: {e}", path.display()))
-        };
-        let pem = std::fs::read(path).map_err(|e| bad(&e))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))?;
-        if certs.is_empty() {
-            return Err(bad(&"no PEM certificate in it"));
-        }
-        client = client.tls_certs_merge(certs);
-    }
-    let client = client.build().map_err(|e| DeliverError::Request(e.to_string()))?;
+    let global: Vec<(&str, &std::path::Path)> =
+        cfg.ca_file.iter().map(|p| ("global.http_config.tls_config.ca_file", p.as_path())).collect();
+    let client = http_client(&global)?;
     let target = |url: &Secret, timeout| HttpTarget { client: client.clone(), url: url.clone(), timeout };
     let mut out = Integrations::new();
     for r in cfg.receivers.values() {
@@ -185,8 +186,53 @@ pub fn build(cfg: &Config) -> Result<Integrations, DeliverError> {
         for (i, e) in r.email.iter().enumerate() {
             add("email", i, Arc::new(email::Email { cfg: e.clone() }));
         }
+        for (i, s) in r.scheduler.iter().enumerate() {
+            let field = format!("receivers {:?} scheduler_configs[{i}]", r.name);
+            let bad = |what: &str, e: String| DeliverError::Request(format!("{field}.{what}: {e}"));
+            let client = match &s.ca_file {
+                None => client.clone(),
+                Some(p) => {
+                    let mut cas = global.clone();
+                    cas.push(("http_config.tls_config.ca_file", p.as_path()));
+                    http_client(&cas).map_err(|e| DeliverError::Request(format!("{field}: {e}")))?
+                }
+            };
+            let authorization = match &s.authorization {
+                None => None,
+                Some((kind, src)) => {
+                    let cred = src.read().map_err(|e| bad("http_config.authorization", e))?;
+                    Some(Secret::new(format!("{kind} {}", cred.expose())))
+                }
+            };
+            let hmac_secret =
+                s.hmac_secret.as_ref().map(|h| h.read()).transpose().map_err(|e| bad("hmac_secret", e))?;
+            let sched = scheduler::Scheduler {
+                receiver: r.name.clone(),
+                target: HttpTarget { client, url: s.url.clone(), timeout: s.timeout },
+                hmac_secret,
+                signature_header: s.signature_header.clone(),
+                authorization,
+                capacity: s.capacity,
+            };
+            add("scheduler", i, Arc::new(sched));
+        }
     }
     Ok(out)
+}
+
+/// An HTTP client trusting the system's CAs and those in `cas` (PEM files, each named by its field).
+fn http_client(cas: &[(&str, &std::path::Path)]) -> Result<reqwest::Client, DeliverError> {
+    let mut client = reqwest::Client::builder();
+    for (field, path) in cas {
+        let bad = |e: &dyn std::fmt::Display| DeliverError::Request(format!("{field} {}: {e}", path.display()));
+        let pem = std::fs::read(path).map_err(|e| bad(&e))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))?;
+        if certs.is_empty() {
+            return Err(bad(&"no PEM certificate in it"));
+        }
+        client = client.tls_certs_merge(certs);
+    }
+    client.build().map_err(|e| DeliverError::Request(e.to_string()))
 }
 
 /// The receivers' rate limits (`argus.rate_limit`), applied to each of their integrations.
@@ -194,7 +240,8 @@ pub fn rate_limits(cfg: &Config) -> RateLimits {
     let mut out = RateLimits::new();
     for r in cfg.receivers.values() {
         if let Some(limit) = r.rate_limit {
-            for i in r.integrations() {
+            // A scheduler is a program, not a person: its messages are never held back and merged.
+            for i in r.integrations().into_iter().filter(|i| i.kind != "scheduler") {
                 out.insert(recipient(&r.name, i.kind, i.index), limit);
             }
         }
