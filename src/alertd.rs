@@ -109,6 +109,8 @@ pub struct Running {
     pub router: axum::Router,
     /// The engine's intake, for alerts raised inside this process (the analyzer's).
     pub intake: Arc<dyn argus_alertd::rules::group::AlertSink>,
+    /// The outbox's notifier, for capacity plans made inside this process (the analyzer's).
+    pub capacity: Arc<deliver::OutboxNotifier>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -141,10 +143,13 @@ pub fn start(
     let nflog = Arc::new(DbLog::load(db.clone())?);
     // Notifications go to the durable outbox first; one worker per integration delivers them.
     let outbox = Arc::new(Outbox::open(&data_dir.join(argus_alertd::db::FILE_NAME))?);
-    let deliverer = Deliverer::new(outbox, deliver::build(&cfg)?, RetryPolicy::default())
-        .with_rate_limits(deliver::rate_limits(&cfg));
+    // Remediation records its actions (and finds those done before a restart) in the history.
+    let integrations = deliver::build_with_ledger(&cfg, db.clone())?;
+    let deliverer =
+        Deliverer::new(outbox, integrations, RetryPolicy::default()).with_rate_limits(deliver::rate_limits(&cfg));
     deliverer.metrics().register(registry);
     let notifier = Arc::new(HistoryNotifier { inner: Arc::new(deliverer.notifier()), db: db.clone() });
+    let capacity = Arc::new(deliverer.notifier());
     let engine = Engine::new(cfg, silences.clone(), nflog, notifier);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
     let started = Timestamp(now.as_millis() as i64);
@@ -169,5 +174,7 @@ pub fn start(
         max_labels_per_alert: a.max_labels_per_alert.unwrap_or(api::DEFAULT_MAX_LABELS_PER_ALERT),
     };
     tracing::info!(data_dir = %data_dir.display(), "alertd is up: Alertmanager API v2 at /api/v2/alerts");
-    Ok(Some(Running { router: api::router(state), intake: Arc::new(shared_for_intake), tasks }))
+    let max_body = state.max_body_bytes;
+    let router = api::router(state).merge(api::capacity::router(capacity.clone(), max_body));
+    Ok(Some(Running { router, intake: Arc::new(shared_for_intake), capacity, tasks }))
 }

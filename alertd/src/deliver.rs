@@ -136,8 +136,16 @@ impl RetryPolicy {
 }
 
 /// Every configured integration by its notification-log name: the one place where each receiver
-/// kind is built.
+/// kind is built. Remediation records its actions in memory; see [`build_with_ledger`].
 pub fn build(cfg: &Config) -> Result<Integrations, DeliverError> {
+    build_with_ledger(cfg, Arc::new(scheduler::remediation::MemoryLedger::default()))
+}
+
+/// [`build`], with remediation recording its actions in `ledger` (alertd's history in `argus serve`).
+pub fn build_with_ledger(
+    cfg: &Config,
+    ledger: Arc<dyn scheduler::remediation::Ledger>,
+) -> Result<Integrations, DeliverError> {
     let global: Vec<(&str, &std::path::Path)> =
         cfg.ca_file.iter().map(|p| ("global.http_config.tls_config.ca_file", p.as_path())).collect();
     let client = http_client(&global)?;
@@ -215,6 +223,9 @@ pub fn build(cfg: &Config) -> Result<Integrations, DeliverError> {
                 capacity: s.capacity,
             };
             add("scheduler", i, Arc::new(sched));
+            if let Some(rem) = &s.remediation {
+                add("remediation", i, Arc::new(scheduler::remediation::build(&r.name, i, rem, ledger.clone())?));
+            }
         }
     }
     Ok(out)

@@ -117,7 +117,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 impl Receiver {
     /// Every integration that notifications go to, in a fixed order: webhook, slack, dingtalk,
     /// feishu, wecom, email, scheduler (those taking critical events; the others take capacity plans
-    /// only, which do not go through the pipeline).
+    /// only, which do not go through the pipeline), remediation (schedulers with it enabled).
     pub fn integrations(&self) -> Vec<Integration> {
         let mut out = Vec::new();
         let mut add = |kind: &'static str, list: &mut dyn Iterator<Item = (bool, u64)>| {
@@ -133,6 +133,10 @@ impl Receiver {
         add("email", &mut self.email.iter().map(|e| (e.send_resolved, 0)));
         for (index, s) in self.scheduler.iter().enumerate().filter(|(_, s)| s.critical) {
             out.push(Integration { kind: "scheduler", index, send_resolved: s.send_resolved, max_alerts: 0 });
+        }
+        // Remediation acts on firing faults only.
+        for (index, _) in self.scheduler.iter().enumerate().filter(|(_, s)| s.remediation.is_some()) {
+            out.push(Integration { kind: "remediation", index, send_resolved: false, max_alerts: 0 });
         }
         out
     }

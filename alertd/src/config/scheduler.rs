@@ -6,6 +6,9 @@ use super::ConfigError;
 use super::im::url;
 use super::raw;
 use super::validate::Ctx;
+use crate::deliver::scheduler::remediation::RemediationConfig;
+use crate::deliver::scheduler::remediation::kubernetes::{self, KubernetesConfig, NodeAction};
+use crate::deliver::scheduler::remediation::slurm::{self, SlurmConfig};
 use crate::deliver::scheduler::{SchedulerConfig, SecretSource};
 use crate::deliver::webhook::SIGNATURE_HEADER;
 use crate::receiver::{DEFAULT_TIMEOUT, Receiver};
@@ -64,9 +67,10 @@ fn scheduler(c: &Ctx, s: &raw::Scheduler, f: &str) -> Result<SchedulerConfig, Co
         }
     };
     let ca_file = http.and_then(|h| h.tls_config.as_ref()).and_then(|t| t.ca_file.as_deref()).map(|p| c.path(p));
-    if s.remediation.is_some() {
-        return Err(c.err(format!("{f}remediation"), "remediation:", "not supported by alertd yet"));
-    }
+    let remediation = match &s.remediation {
+        Some(r) if r.enabled => Some(remediation(c, r, &format!("{f}remediation."))?),
+        _ => None,
+    };
     Ok(SchedulerConfig {
         url,
         hmac_secret,
@@ -77,7 +81,98 @@ fn scheduler(c: &Ctx, s: &raw::Scheduler, f: &str) -> Result<SchedulerConfig, Co
         capacity,
         send_resolved: s.send_resolved.unwrap_or(true),
         timeout,
+        remediation,
     })
+}
+
+/// An enabled `remediation` section: at least one target, each written out (no target is implied).
+fn remediation(c: &Ctx, r: &raw::Remediation, f: &str) -> Result<RemediationConfig, ConfigError> {
+    if r.kubernetes.is_none() && r.slurm.is_none() {
+        return Err(c.err(format!("{f}enabled"), "enabled:", "remediation names no target: add kubernetes or slurm"));
+    }
+    let kubernetes = match &r.kubernetes {
+        None => None,
+        Some(k) => {
+            let kf = format!("{f}kubernetes.");
+            let api_url = k.api_url.clone().unwrap_or_else(|| kubernetes::IN_CLUSTER_URL.into());
+            if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
+                return Err(c.err(format!("{kf}api_url"), "api_url:", "not an http(s) URL"));
+            }
+            let action = match k.action.as_deref() {
+                None | Some("taint") => {
+                    let key = k.taint_key.clone().unwrap_or_else(|| kubernetes::DEFAULT_TAINT_KEY.into());
+                    let valid = |s: &str| {
+                        !s.is_empty()
+                            && s.len() <= 253
+                            && s.chars().all(|c| c.is_ascii_alphanumeric() || "./-_".contains(c))
+                    };
+                    if !valid(&key) {
+                        return Err(c.err(
+                            format!("{kf}taint_key"),
+                            "taint_key:",
+                            format!("{key:?} is not a taint key"),
+                        ));
+                    }
+                    let effect = k.taint_effect.clone().unwrap_or_else(|| "NoSchedule".into());
+                    if !matches!(effect.as_str(), "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+                        return Err(c.err(
+                            format!("{kf}taint_effect"),
+                            "taint_effect:",
+                            format!("{effect:?} is not NoSchedule, PreferNoSchedule or NoExecute"),
+                        ));
+                    }
+                    NodeAction::Taint { key, effect }
+                }
+                Some("condition") => {
+                    if k.taint_key.is_some() || k.taint_effect.is_some() {
+                        return Err(c.err(
+                            format!("{kf}action"),
+                            "action:",
+                            "taint_key and taint_effect go with action: taint",
+                        ));
+                    }
+                    NodeAction::Condition
+                }
+                Some(other) => {
+                    return Err(c.err(
+                        format!("{kf}action"),
+                        "action:",
+                        format!("{other:?} is not taint or condition"),
+                    ));
+                }
+            };
+            let timeout = c.duration(&format!("{kf}timeout"), "timeout", &k.timeout, DEFAULT_TIMEOUT)?;
+            let in_cluster = k.api_url.is_none();
+            Some(KubernetesConfig {
+                api_url,
+                bearer_token_file: c.path(k.bearer_token_file.as_deref().unwrap_or(kubernetes::IN_CLUSTER_TOKEN)),
+                ca_file: match (&k.ca_file, in_cluster) {
+                    (Some(p), _) => Some(c.path(p)),
+                    (None, true) => Some(kubernetes::IN_CLUSTER_CA.into()),
+                    (None, false) => None,
+                },
+                action,
+                timeout,
+            })
+        }
+    };
+    let slurm = match &r.slurm {
+        None => None,
+        Some(s) => {
+            let timeout = c.duration(&format!("{f}slurm.timeout"), "timeout", &s.timeout, DEFAULT_TIMEOUT)?;
+            let scontrol = s.scontrol.clone().unwrap_or_else(|| slurm::DEFAULT_SCONTROL.into());
+            if scontrol.is_empty() {
+                return Err(c.err(format!("{f}slurm.scontrol"), "scontrol:", "empty"));
+            }
+            // A bare name is looked up in PATH; a path is read from the configuration's directory.
+            let scontrol = if scontrol.contains('/') { c.path(&scontrol) } else { scontrol.into() };
+            Some(SlurmConfig { scontrol, timeout })
+        }
+    };
+    if r.node_label.as_deref() == Some("") {
+        return Err(c.err(format!("{f}node_label"), "node_label:", "empty"));
+    }
+    Ok(RemediationConfig { dry_run: r.dry_run, node_label: r.node_label.clone(), kubernetes, slurm })
 }
 
 /// `<key>` or `<key>_file`, not both.
@@ -122,13 +217,13 @@ mod tests {
         check(
             "{url: 'http://sched:8080/argus', hmac_secret_file: secrets/hmac, events: [capacity], timeout: 3s, http_config: {authorization: {credentials: t0k}, tls_config: {ca_file: ca.pem}}}",
             expect![[
-                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(File("/etc/argus/secrets/hmac")), signature_header: "X-Argus-Signature", authorization: Some(("Bearer", Inline(Secret(***)))), ca_file: Some("/etc/argus/ca.pem"), critical: false, capacity: true, send_resolved: true, timeout: 3s }"#
+                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(File("/etc/argus/secrets/hmac")), signature_header: "X-Argus-Signature", authorization: Some(("Bearer", Inline(Secret(***)))), ca_file: Some("/etc/argus/ca.pem"), critical: false, capacity: true, send_resolved: true, timeout: 3s, remediation: None }"#
             ]],
         );
         check(
             "{url: 'https://s/', hmac_secret: k, signature_header: X-Sig, send_resolved: false}",
             expect![[
-                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(Inline(Secret(***))), signature_header: "X-Sig", authorization: None, ca_file: None, critical: true, capacity: true, send_resolved: false, timeout: 10s }"#
+                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(Inline(Secret(***))), signature_header: "X-Sig", authorization: None, ca_file: None, critical: true, capacity: true, send_resolved: false, timeout: 10s, remediation: None }"#
             ]],
         );
         check(

@@ -2,9 +2,11 @@
 //! capacity plans to a cluster scheduler's endpoint, as one versioned JSON shape
 //! (docs/format/scheduler.md) signed like the webhook's (`sha256=<hex HMAC-SHA256>`), with the
 //! outbox's idempotency key in both the `Idempotency-Key` header and the body. Everything goes
-//! through the outbox and its retries, as for every other receiver.
+//! through the outbox and its retries, as for every other receiver. Remediation of GPU faults, when
+//! enabled, is an integration of its own beside it ([`remediation`]).
 
 pub mod capacity;
+pub mod remediation;
 
 use super::webhook::sign_hex;
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
@@ -39,6 +41,8 @@ pub struct SchedulerConfig {
     /// Default true, as the webhook's.
     pub send_resolved: bool,
     pub timeout: Duration,
+    /// GPU fault remediation; None unless enabled with a target.
+    pub remediation: Option<remediation::RemediationConfig>,
 }
 
 /// A secret written in the configuration, or the file it is read from when receivers are built.
@@ -69,6 +73,8 @@ pub enum Kind {
     Event,
     /// A pool's capacity plan that changed.
     Capacity,
+    /// GPU faults to take nodes out of scheduling for (kept in the outbox, carried out by alertd).
+    Remediation,
 }
 
 /// The body sent to a scheduler (docs/format/scheduler.md).
@@ -89,6 +95,9 @@ pub struct Body {
     /// `kind: capacity`: the plan, as `GET /api/v1/capacity` shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityPlan>,
+    /// `kind: remediation`: the faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation: Option<remediation::Request>,
 }
 
 /// One scheduler endpoint.
@@ -119,6 +128,7 @@ impl Integration for Scheduler {
             at: n.at,
             event: Some(n.message.clone()),
             capacity: None,
+            remediation: None,
         })
     }
 
@@ -134,6 +144,7 @@ impl Integration for Scheduler {
             at: Timestamp::from_millis(plan.timestamp_ms),
             event: None,
             capacity: Some(plan.clone()),
+            remediation: None,
         }))
     }
 
