@@ -251,8 +251,9 @@ pub fn rate_limits(cfg: &Config) -> RateLimits {
     let mut out = RateLimits::new();
     for r in cfg.receivers.values() {
         if let Some(limit) = r.rate_limit {
-            // A scheduler is a program, not a person: its messages are never held back and merged.
-            for i in r.integrations().into_iter().filter(|i| i.kind != "scheduler") {
+            // A scheduler is a program, not a person: its messages and remediation are never held
+            // back and merged.
+            for i in r.integrations().into_iter().filter(|i| !matches!(i.kind, "scheduler" | "remediation")) {
                 out.insert(recipient(&r.name, i.kind, i.index), limit);
             }
         }

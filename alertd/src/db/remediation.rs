@@ -33,3 +33,43 @@ impl Ledger for Db {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Range;
+    use crate::deliver::scheduler::remediation::Fault;
+
+    #[test]
+    fn actions_are_history_rows_and_answer_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).unwrap();
+        let fault = Fault {
+            node: "gpu-node-07".into(),
+            reason: "xid-79".into(),
+            alertname: "GpuXid".into(),
+            fingerprint: "a1".into(),
+            starts_at: Timestamp::from_millis(1_000),
+        };
+        let action = Action {
+            target: "slurm",
+            fault,
+            request: "scontrol update NodeName=gpu-node-07 State=DRAIN".into(),
+            outcome: "dry_run",
+            error: None,
+        };
+        let it = "sched/remediation/0";
+        assert!(!db.done(it, "remediation:k", &["dry_run"]));
+        db.record(Timestamp::from_millis(5_000), "sched", it, "remediation:k", &action);
+        assert!(db.done(it, "remediation:k", &["remediated", "dry_run"]));
+        assert!(!db.done(it, "remediation:k", &["remediated"]), "a dry run is not a remediation");
+        assert!(!db.done("other/remediation/0", "remediation:k", &["dry_run"]));
+        let rows = db
+            .notifications(Range { start: Timestamp(0), end: Timestamp(i64::MAX), limit: 10 }, Some("sched"))
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].integration.as_str(), rows[0].status.as_str()), (it, "dry_run"));
+        assert_eq!(rows[0].payload["fault"]["node"], "gpu-node-07");
+        assert_eq!(rows[0].payload["target"], "slurm");
+    }
+}
