@@ -195,34 +195,7 @@ pub fn build_with_ledger(
             add("email", i, Arc::new(email::Email { cfg: e.clone() }));
         }
         for (i, s) in r.scheduler.iter().enumerate() {
-            let field = format!("receivers {:?} scheduler_configs[{i}]", r.name);
-            let bad = |what: &str, e: String| DeliverError::Request(format!("{field}.{what}: {e}"));
-            let client = match &s.ca_file {
-                None => client.clone(),
-                Some(p) => {
-                    let mut cas = global.clone();
-                    cas.push(("http_config.tls_config.ca_file", p.as_path()));
-                    http_client(&cas).map_err(|e| DeliverError::Request(format!("{field}: {e}")))?
-                }
-            };
-            let authorization = match &s.authorization {
-                None => None,
-                Some((kind, src)) => {
-                    let cred = src.read().map_err(|e| bad("http_config.authorization", e))?;
-                    Some(Secret::new(format!("{kind} {}", cred.expose())))
-                }
-            };
-            let hmac_secret =
-                s.hmac_secret.as_ref().map(|h| h.read()).transpose().map_err(|e| bad("hmac_secret", e))?;
-            let sched = scheduler::Scheduler {
-                receiver: r.name.clone(),
-                target: HttpTarget { client, url: s.url.clone(), timeout: s.timeout },
-                hmac_secret,
-                signature_header: s.signature_header.clone(),
-                authorization,
-                capacity: s.capacity,
-            };
-            add("scheduler", i, Arc::new(sched));
+            add("scheduler", i, Arc::new(scheduler::Scheduler::build(&r.name, i, s, &client, &global)?));
             if let Some(rem) = &s.remediation {
                 add("remediation", i, Arc::new(scheduler::remediation::build(&r.name, i, rem, ledger.clone())?));
             }

@@ -113,6 +113,43 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
+    /// The integration of `receiver`'s scheduler config `i`: its secrets read, its client trusting
+    /// the global CAs (`global`) and its own.
+    pub fn build(
+        receiver: &str,
+        i: usize,
+        s: &SchedulerConfig,
+        client: &reqwest::Client,
+        global: &[(&str, &std::path::Path)],
+    ) -> Result<Scheduler, DeliverError> {
+        let field = format!("receivers {receiver:?} scheduler_configs[{i}]");
+        let bad = |what: &str, e: String| DeliverError::Request(format!("{field}.{what}: {e}"));
+        let client = match &s.ca_file {
+            None => client.clone(),
+            Some(p) => {
+                let mut cas = global.to_vec();
+                cas.push(("http_config.tls_config.ca_file", p.as_path()));
+                super::http_client(&cas).map_err(|e| DeliverError::Request(format!("{field}: {e}")))?
+            }
+        };
+        let authorization = match &s.authorization {
+            None => None,
+            Some((kind, src)) => {
+                let cred = src.read().map_err(|e| bad("http_config.authorization", e))?;
+                Some(Secret::new(format!("{kind} {}", cred.expose())))
+            }
+        };
+        let hmac_secret = s.hmac_secret.as_ref().map(|h| h.read()).transpose().map_err(|e| bad("hmac_secret", e))?;
+        Ok(Scheduler {
+            receiver: receiver.to_string(),
+            target: HttpTarget { client, url: s.url.clone(), timeout: s.timeout },
+            hmac_secret,
+            signature_header: s.signature_header.clone(),
+            authorization,
+            capacity: s.capacity,
+        })
+    }
+
     fn body(&self, b: &Body) -> Result<Vec<u8>, DeliverError> {
         serde_json::to_vec(b).map_err(|e| DeliverError::Render(e.to_string()))
     }

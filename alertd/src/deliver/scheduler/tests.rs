@@ -144,3 +144,28 @@ async fn capacity_plans_go_to_the_integrations_that_take_them_once() {
     let body: Body = serde_json::from_slice(&got[0].body).unwrap();
     assert_eq!((body.kind, body.receiver.as_str(), body.capacity), (Kind::Capacity, "sched", Some(p)));
 }
+
+#[test]
+fn secrets_are_read_from_their_files_when_built() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hmac"), "from-file\n").unwrap();
+    let mut cfg = SchedulerConfig {
+        url: Secret::new("http://s/"),
+        hmac_secret: Some(SecretSource::File(dir.path().join("hmac"))),
+        signature_header: "X-Sig".into(),
+        authorization: Some(("Bearer".into(), SecretSource::Inline(Secret::new("tok")))),
+        ca_file: None,
+        critical: true,
+        capacity: true,
+        send_resolved: true,
+        timeout: Duration::from_secs(1),
+        remediation: None,
+    };
+    let s = Scheduler::build("sched", 0, &cfg, &reqwest::Client::new(), &[]).unwrap();
+    assert_eq!(s.hmac_secret.unwrap().expose(), "from-file");
+    assert_eq!(s.authorization.unwrap().expose(), "Bearer tok");
+    cfg.hmac_secret = Some(SecretSource::File(dir.path().join("missing")));
+    let err = Scheduler::build("sched", 0, &cfg, &reqwest::Client::new(), &[]).err().unwrap().to_string();
+    assert!(err.starts_with("request failed: receivers \"sched\" scheduler_configs[0].hmac_secret: "), "{err}");
+    assert!(err.contains("missing"), "the file is named: {err}");
+}
