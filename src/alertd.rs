@@ -113,6 +113,8 @@ pub struct Running {
     pub intake: Arc<dyn argus_alertd::rules::group::AlertSink>,
     /// Re-reads the configuration on `POST /-/reload` and SIGHUP.
     pub reloader: Arc<reload::Reloader>,
+    /// The outbox's notifier, for capacity plans made inside this process (the analyzer's).
+    pub capacity: Arc<deliver::OutboxNotifier>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -140,19 +142,23 @@ pub fn start(
     let (cfg, config_text, config_dir) = load_config_at(a.config_file.as_ref())?;
     // Rule files are read before anything starts, so a bad one stops startup with its error.
     let rules = rule_groups(&cfg, &config_dir)?;
-    let integrations = deliver::build(&cfg)?;
+    // Receivers are checked before anything starts, too; they are built once the database is open.
+    deliver::build(&cfg)?;
     let data_dir = a.data_dir.clone().unwrap_or_else(|| server_data_dir.to_path_buf());
     let db = Arc::new(Db::open(&data_dir)?);
     let silences = Arc::new(DbSilences::load(db.clone())?);
     let nflog = Arc::new(DbLog::load(db.clone())?);
     // Notifications go to the durable outbox first; one worker per integration delivers them.
     let outbox = Arc::new(Outbox::open(&data_dir.join(argus_alertd::db::FILE_NAME))?);
+    // Remediation records its actions (and finds those done before a restart) in the history.
+    let integrations = deliver::build_with_ledger(&cfg, db.clone())?;
     let delivery = Arc::new(deliver::metrics::Metrics::default());
     delivery.register(registry);
     let deliverer = Deliverer::new(outbox.clone(), integrations, RetryPolicy::default())
         .with_rate_limits(deliver::rate_limits(&cfg))
         .with_metrics(delivery.clone());
     let notifier = Arc::new(HistoryNotifier { inner: Arc::new(deliverer.notifier()), db: db.clone() });
+    let capacity = Arc::new(deliverer.notifier());
     let engine = Engine::new(cfg, silences.clone(), nflog, notifier);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
     let started = Timestamp(now.as_millis() as i64);
@@ -183,5 +189,7 @@ pub fn start(
         max_labels_per_alert: a.max_labels_per_alert.unwrap_or(api::DEFAULT_MAX_LABELS_PER_ALERT),
     };
     tracing::info!(data_dir = %data_dir.display(), "alertd is up: Alertmanager API v2 at /api/v2/alerts");
-    Ok(Some(Running { router: api::router(state), intake: Arc::new(shared_for_intake), reloader, tasks }))
+    let max_body = state.max_body_bytes;
+    let router = api::router(state).merge(api::capacity::router(capacity.clone(), max_body));
+    Ok(Some(Running { router, intake: Arc::new(shared_for_intake), reloader, capacity, tasks }))
 }

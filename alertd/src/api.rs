@@ -4,6 +4,7 @@
 //! (`runner::Shared`): posts go through the engine's lock, reads see live alerts and groups.
 
 mod alerts;
+pub mod capacity;
 mod history;
 pub mod openapi;
 mod reload;

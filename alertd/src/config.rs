@@ -7,6 +7,7 @@ mod im;
 pub mod mask;
 pub mod matchers;
 pub mod raw;
+mod scheduler;
 mod validate;
 
 pub(crate) use validate::line_of;

@@ -7,6 +7,7 @@
 //! delivery outbox does); this module owns only the tables below.
 
 mod history;
+mod remediation;
 mod state;
 
 pub use history::{Ack, HistoryNotifier, IncidentRow, NotificationRow, Range};

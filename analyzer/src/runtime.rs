@@ -140,6 +140,13 @@ impl Analyzer {
         self.board.clone()
     }
 
+    /// Hands each pool's capacity plan to `out` on its first plan and when its recommended capacity
+    /// changes (alertd's scheduler receivers).
+    pub fn with_capacity_out(mut self, out: Arc<dyn forecasts::push::CapacityOut>) -> Analyzer {
+        self.forecasting.push_capacity_to(out);
+        self
+    }
+
     /// What `/api/v1/forecasts` and `/api/v1/capacity` read.
     pub fn forecast_board(&self) -> Arc<ForecastBoard> {
         self.forecasting.board()

@@ -91,7 +91,7 @@ impl Reloader {
         let built = (|| {
             let (cfg, text, dir) = load_config_at(self.config_file.as_ref())?;
             let rules = rule_groups(&cfg, &dir)?;
-            let integrations = deliver::build(&cfg)?;
+            let integrations = deliver::build_with_ledger(&cfg, self.parts.db.clone())?;
             anyhow::Ok((cfg, text, rules, integrations))
         })();
         let (cfg, text, rules, integrations) = match built {

@@ -27,7 +27,7 @@ pub struct Success<T> {
     data: T,
 }
 
-fn ok<T>(data: T) -> Json<Success<T>> {
+pub(super) fn ok<T>(data: T) -> Json<Success<T>> {
     Json(Success { status: "success", data })
 }
 

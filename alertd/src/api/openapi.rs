@@ -13,6 +13,7 @@ use utoipa::{IntoResponses, OpenApi, ToSchema};
 
 pub(super) const AM_TAG: &str = "alertmanager";
 pub(super) const HISTORY_TAG: &str = "incidents";
+pub(super) const SCHEDULER_TAG: &str = "scheduler";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -31,10 +32,12 @@ pub(super) const HISTORY_TAG: &str = "incidents";
         super::history::silence_incident,
         super::history::get_notifications,
         super::reload::post_reload,
+        super::capacity::post_capacity,
     ),
     tags(
         (name = AM_TAG, description = "Alertmanager's API v2: alerts, groups, silences, status, receivers"),
         (name = HISTORY_TAG, description = "alertd's history: incidents (with acknowledgement) and notifications"),
+        (name = SCHEDULER_TAG, description = "Capacity plans for the scheduler receivers"),
     ),
 )]
 struct AlertdApi;

@@ -3,7 +3,7 @@
 //! no positions after deserialisation).
 
 use super::raw;
-use super::{Config, ConfigError, RulesConfig, duration, im, matchers};
+use super::{Config, ConfigError, RulesConfig, duration, im, matchers, scheduler};
 use crate::deliver::template::BodyTemplate;
 use crate::deliver::webhook::SIGNATURE_HEADER;
 use crate::escalate::EscalationRule;
@@ -34,6 +34,15 @@ impl Ctx<'_> {
             line: line_of(self.src, needle),
             field: field.into(),
             reason: reason.into(),
+        }
+    }
+
+    /// A path as written, relative paths read from the configuration file's directory.
+    pub(super) fn path(&self, p: &str) -> PathBuf {
+        let f = PathBuf::from(p);
+        match std::path::Path::new(self.file).parent() {
+            Some(dir) if f.is_relative() => dir.join(f),
+            _ => f,
         }
     }
 
@@ -197,6 +206,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         }
         let mut receiver = Receiver { name: r.name.clone(), webhooks, ..Receiver::default() };
         im::receivers(&c, r, &field, &mut receiver)?;
+        scheduler::receivers(&c, r, &field, &mut receiver)?;
         if receivers.insert(r.name.clone(), receiver).is_some() {
             return Err(c.err(format!("{field}name"), &r.name, format!("receiver {:?} is defined twice", r.name)));
         }
