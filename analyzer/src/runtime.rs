@@ -161,6 +161,11 @@ impl Analyzer {
     /// Runs until `stop` completes, then saves the state.
     pub async fn run(mut self, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
+        // Forecasting runs beside the rules, on its own task; this loop keeps an idle stand-in.
+        let idle = Forecasting::new(&[], &[], self.backend.clone(), None, self.metrics.clone(), self.cfg.forget_after);
+        let forecasting = std::mem::replace(&mut self.forecasting, idle);
+        let (stop_forecasting, stopped) = tokio::sync::watch::channel(false);
+        let forecasts = tokio::spawn(forecasting.run(self.cfg.checkpoint, stopped));
         let every = self.tick_every().as_millis() as i64;
         loop {
             let now = now_ms();
@@ -172,6 +177,11 @@ impl Analyzer {
                 _ = sleep => {}
             }
             self.tick(now_ms()).await;
+        }
+        let _ = stop_forecasting.send(true);
+        match forecasts.await {
+            Ok(forecasting) => self.forecasting = forecasting,
+            Err(error) => tracing::error!(%error, "The forecasting task failed"),
         }
         self.checkpoint();
     }

@@ -267,16 +267,23 @@ impl Forecaster for Selected {
             model: if used.len() == 1 { names[used[0]].clone() } else { "ensemble".into() },
             backtest_mae: total,
             candidates: names.iter().cloned().zip(candidates).collect(),
-            weights: names.iter().cloned().zip(mean_weight).collect(),
+            weights: names.iter().cloned().zip(mean_weight.iter().copied()).collect(),
         };
-        // The models themselves: refitted on the whole history, keeping the same order as the weights.
-        probes.clear();
+        // The models themselves, in the weights' order: those the choice uses refitted on the whole
+        // history; the others (kept so that a later refit and the saved state list every candidate) are
         let mut models = Vec::with_capacity(m_count);
-        for name in &names {
-            let build = MODELS.iter().find(|(n, _)| n == name).map(|(_, b)| b);
-            let mut model = build.expect("names come from MODELS")(&self.config);
-            model.fit(history)?;
-            models.push(model);
+        for (m, mut probe) in probes.into_iter().enumerate() {
+            if mean_weight[m] > 0.0 {
+                let build = MODELS.iter().find(|(n, _)| *n == names[m]).map(|(_, b)| b);
+                let mut model = build.expect("names come from MODELS")(&self.config);
+                model.fit(history)?;
+                models.push(model);
+            } else {
+                for &v in &history.values[split + origins..] {
+                    probe.observe(v);
+                }
+                models.push(probe);
+            }
         }
         self.models = models;
         self.volatility.reset(history.values);

@@ -214,6 +214,38 @@ impl Forecasting {
         self.board.clone()
     }
 
+    /// Runs the forecasting rounds on a task of their own until `stop` turns true, saving the state every
+    /// `checkpoint`; returns itself for the final save. Apart from the anomaly rules, so that a refit
+    /// (minutes for many series, or for an LSTM) never holds them up.
+    pub async fn run(mut self, checkpoint: std::time::Duration, mut stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        let Some(every) = self.tick_every() else {
+            let _ = stop.wait_for(|s| *s).await;
+            return self;
+        };
+        let every = (every.as_millis() as i64).max(1);
+        let mut last_checkpoint = super::now_ms();
+        loop {
+            let now = super::now_ms();
+            // Just after the next step boundary, so the step's data has arrived.
+            let next = (now / every + 1) * every + 1_000;
+            let sleep = tokio::time::sleep(std::time::Duration::from_millis((next - now) as u64));
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => break,
+                _ = sleep => {}
+            }
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => break,
+                _ = self.tick(super::now_ms()) => {}
+            }
+            let now = super::now_ms();
+            if now - last_checkpoint >= checkpoint.as_millis() as i64 {
+                self.checkpoint();
+                last_checkpoint = now;
+            }
+        }
+        self
+    }
+
     /// The shortest target step.
     pub fn tick_every(&self) -> Option<std::time::Duration> {
         self.targets.iter().map(|t| t.target.step).min()
@@ -309,36 +341,39 @@ impl Forecasting {
                 }
             }
         }
-        let t = &mut self.targets[i];
+        // Fits first, on the blocking pool (an LSTM takes up to a minute of CPU): nothing changes before
+        // they are done, so a round cancelled at shutdown leaves the state as it was.
+        let t = &self.targets[i];
         let config = ModelConfig { horizon: t.target.horizon_steps, step_ms: step };
-        let mut fits = 0;
-        for (labels, samples) in data {
-            let known = t.series.get_mut(&labels);
-            match known {
-                Some(s) if !refit => {
-                    for (_, v) in regular(&samples, s.last_t + step, step, Some(s.last_v)) {
-                        s.model.observe(v);
-                    }
-                    if let Some(last) = samples.last().filter(|l| l.t > s.last_t) {
-                        s.last_t = last.t;
-                        s.last_v = fill_value(&samples, last.t);
-                    }
+        let (to_fit, to_observe): (Vec<_>, Vec<_>) =
+            data.into_iter().partition(|(labels, _)| refit || !t.series.contains_key(labels));
+        let fits = to_fit.len();
+        let fitted = if to_fit.is_empty() {
+            Vec::new()
+        } else {
+            let target = t.target.clone();
+            tokio::task::spawn_blocking(move || fit_all(&target, config, step, to_fit))
+                .await
+                .map_err(|e| format!("fitting the series failed: {e}"))?
+        };
+        let t = &mut self.targets[i];
+        for (labels, samples) in to_observe {
+            let Some(s) = t.series.get_mut(&labels) else { continue };
+            for (_, v) in regular(&samples, s.last_t + step, step, Some(s.last_v)) {
+                s.model.observe(v);
+            }
+            if let Some(last) = samples.last().filter(|l| l.t > s.last_t) {
+                s.last_t = last.t;
+                s.last_v = fill_value(&samples, last.t);
+            }
+        }
+        for (labels, result) in fitted {
+            match result {
+                Ok(state) => {
+                    t.series.insert(labels, state);
                 }
-                _ => {
-                    let Some(first) = samples.first() else { continue };
-                    let points = regular(&samples, first.t, step, None);
-                    let values: Vec<f64> = points.iter().map(|p| p.1).collect();
-                    let history = Regular { start_ms: first.t, step_ms: step, values: &values };
-                    fits += 1;
-                    match fit(&t.target, config, history) {
-                        Ok(model) => {
-                            let (last_t, last_v) = *points.last().expect("a sample was there");
-                            t.series.insert(labels, SeriesState { model, last_t, last_v });
-                        }
-                        Err(error) => {
-                            tracing::debug!(target_name = %t.target.name, %error, "Series not forecast yet");
-                        }
-                    }
+                Err(error) => {
+                    tracing::debug!(target_name = %t.target.name, %error, "Series not forecast yet");
                 }
             }
         }
@@ -494,6 +529,26 @@ async fn read(
         start = end + step;
     }
     Ok(out)
+}
+
+/// Fits each series from its history (run on the blocking pool).
+fn fit_all(
+    target: &Target,
+    config: ModelConfig,
+    step: i64,
+    series: Vec<(Labels, Vec<Sample>)>,
+) -> Vec<(Labels, Result<SeriesState, ForecastError>)> {
+    series
+        .into_iter()
+        .filter_map(|(labels, samples)| {
+            let first = samples.first()?;
+            let points = regular(&samples, first.t, step, None);
+            let values: Vec<f64> = points.iter().map(|p| p.1).collect();
+            let history = Regular { start_ms: first.t, step_ms: step, values: &values };
+            let (last_t, last_v) = *points.last()?;
+            Some((labels, fit(target, config, history).map(|model| SeriesState { model, last_t, last_v })))
+        })
+        .collect()
 }
 
 /// Fits a series: the per-series choice, or the naive model when the history is too short to choose.
