@@ -216,7 +216,7 @@ impl Multivariate {
             // A new entity is tried at once, then again every tenth of `retrain` while it lacks history.
             let retry = (r.rule.retrain.as_millis() as i64 / 10).max(step);
             let new: HashSet<Key> =
-                r.untrained.iter().filter(|(_, tried)| end - **tried >= retry).map(|(k, _)| k.clone()).collect();
+                r.untrained.iter().filter(|(_, tried)| end.saturating_sub(**tried) >= retry).map(|(k, _)| k.clone()).collect();
             if due {
                 self.start_training(i, end, None);
             } else if !new.is_empty() {
