@@ -57,8 +57,13 @@ fn replay(from: i64, to: i64, fault: i64) -> Vec<WriteSeries> {
             temp.push(Sample { t, v: 35.0 + 35.0 * load + 1.5 * noise(h * 3 + 1, i) });
             power.push(Sample { t, v: 90.0 + 250.0 * load + 8.0 * noise(h * 3 + 2, i) + extra });
         }
-        for (name, samples) in [("host_cpu_busy_ratio", cpu), ("host_temperature_celsius", temp), ("host_power_watts", power)] {
-            out.push(WriteSeries { labels: Labels::from_pairs([("__name__", name), ("host", host.as_str())]), samples });
+        for (name, samples) in
+            [("host_cpu_busy_ratio", cpu), ("host_temperature_celsius", temp), ("host_power_watts", power)]
+        {
+            out.push(WriteSeries {
+                labels: Labels::from_pairs([("__name__", name), ("host", host.as_str())]),
+                samples,
+            });
         }
     }
     out
@@ -94,8 +99,7 @@ async fn a_replayed_fault_is_scored_above_one_and_alerted_with_its_top_features(
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(Options::new(dir.path().join("data"))).unwrap());
     let backend: Arc<dyn StoreBackend> = Arc::new(Embedded::new(db, QueryLimits::default()));
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
-        / 60_000
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64 / 60_000
         * 60_000
         - 10 * 60_000;
     let fault = now - 3 * 60_000;
@@ -107,7 +111,8 @@ async fn a_replayed_fault_is_scored_above_one_and_alerted_with_its_top_features(
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = Metrics::default();
     metrics.register(&mut registry);
-    let mut a = Analyzer::new(cfg.validate().unwrap(), backend.clone(), out, Some(dir.path().join("analyzer")), metrics);
+    let mut a =
+        Analyzer::new(cfg.validate().unwrap(), backend.clone(), out, Some(dir.path().join("analyzer")), metrics);
 
     // The first step starts training in the background; its models are in use from the next step.
     let train_at = fault - 10 * 60_000;

@@ -88,6 +88,8 @@ struct Trained {
     models: Vec<EntityModel>,
     /// Entities that could not be trained, with why.
     failed: Vec<(Key, String)>,
+    /// Entities asked for that the window no longer holds (gone): no longer waited for.
+    gone: Vec<Key>,
     seconds: f64,
 }
 
@@ -215,8 +217,12 @@ impl Multivariate {
             let due = r.trained_at.is_none_or(|t| end - t >= r.rule.retrain.as_millis() as i64);
             // A new entity is tried at once, then again every tenth of `retrain` while it lacks history.
             let retry = (r.rule.retrain.as_millis() as i64 / 10).max(step);
-            let new: HashSet<Key> =
-                r.untrained.iter().filter(|(_, tried)| end.saturating_sub(**tried) >= retry).map(|(k, _)| k.clone()).collect();
+            let new: HashSet<Key> = r
+                .untrained
+                .iter()
+                .filter(|(_, tried)| end.saturating_sub(**tried) >= retry)
+                .map(|(k, _)| k.clone())
+                .collect();
             if due {
                 self.start_training(i, end, None);
             } else if !new.is_empty() {
@@ -338,6 +344,9 @@ impl Multivariate {
                 }
             }
         }
+        for key in &trained.gone {
+            r.untrained.remove(key);
+        }
         for (key, why) in &trained.failed {
             tracing::debug!(rule = %r.rule.name, entity = ?key, %why, "Entity not trained yet");
             r.untrained.entry(key.clone()).or_insert(trained.at);
@@ -431,7 +440,8 @@ async fn read(backend: &dyn StoreBackend, rule: &ModelRule, from: i64, to: i64) 
             };
             let mut in_chunk: HashSet<Key> = HashSet::new();
             for s in series {
-                let Some(key) = rule.entity.iter().map(|l| s.labels.get(l).map(str::to_string)).collect::<Option<Key>>()
+                let Some(key) =
+                    rule.entity.iter().map(|l| s.labels.get(l).map(str::to_string)).collect::<Option<Key>>()
                 else {
                     continue;
                 };
@@ -440,7 +450,8 @@ async fn read(backend: &dyn StoreBackend, rule: &ModelRule, from: i64, to: i64) 
                     continue;
                 }
                 seen.insert(key.clone());
-                let grid = out.entry(key).or_insert_with(|| Grid { from, step, n, values: vec![f64::NAN; n_steps * n] });
+                let grid =
+                    out.entry(key).or_insert_with(|| Grid { from, step, n, values: vec![f64::NAN; n_steps * n] });
                 for sample in &s.samples {
                     let offset = sample.t - from;
                     if offset >= 0 && offset % step == 0 && ((offset / step) as usize) < n_steps {
@@ -472,6 +483,7 @@ async fn read(backend: &dyn StoreBackend, rule: &ModelRule, from: i64, to: i64) 
 fn train_all(rule: &ModelRule, data: BTreeMap<Key, Grid>, only: Option<&HashSet<Key>>, at: i64) -> Trained {
     let mut models = Vec::new();
     let mut failed = Vec::new();
+    let gone = only.map(|o| o.iter().filter(|k| !data.contains_key(*k)).cloned().collect()).unwrap_or_default();
     for (key, grid) in data {
         if only.is_some_and(|o| !o.contains(&key)) {
             continue;
@@ -481,7 +493,7 @@ fn train_all(rule: &ModelRule, data: BTreeMap<Key, Grid>, only: Option<&HashSet<
             Err(why) => failed.push((key, why)),
         }
     }
-    Trained { at, full: only.is_none(), models, failed, seconds: 0.0 }
+    Trained { at, full: only.is_none(), models, failed, gone, seconds: 0.0 }
 }
 
 fn train_one(rule: &ModelRule, key: &Key, grid: &Grid, at: i64) -> Result<EntityModel, String> {
@@ -523,10 +535,15 @@ fn score_labels(rule: &ModelRule, entity: &Labels) -> Labels {
 /// What each feature group is called in alerts, in feature order.
 fn kinds(f: &FeatureConfig) -> Vec<String> {
     let w = f.window.max(1);
-    [(f.raw, "value".to_string()), (f.diff, "diff".into()), (f.rolling_mean, format!("mean{w}")), (f.rolling_std, format!("std{w}"))]
-        .into_iter()
-        .filter_map(|(on, k)| on.then_some(k))
-        .collect()
+    [
+        (f.raw, "value".to_string()),
+        (f.diff, "diff".into()),
+        (f.rolling_mean, format!("mean{w}")),
+        (f.rolling_std, format!("std{w}")),
+    ]
+    .into_iter()
+    .filter_map(|(on, k)| on.then_some(k))
+    .collect()
 }
 
 /// A feature that contributed to a score.

@@ -241,7 +241,10 @@ mod tests {
             (OK.replace("gpu", "a b"), "multivariate \"a b\": name must be"),
             (format!("{OK}retrain = \"1s\"\n"), "multivariate \"gpu\".retrain: must be at least one interval"),
             (format!("{OK}min_train_points = 5000\n"), "multivariate \"gpu\".min_train_points: must be between 2"),
-            (format!("{OK}[multivariate.params]\nsmooth = 0\n"), "multivariate \"gpu\".params.smooth: must be at least"),
+            (
+                format!("{OK}[multivariate.params]\nsmooth = 0\n"),
+                "multivariate \"gpu\".params.smooth: must be at least",
+            ),
             (format!("{OK}[multivariate.params]\ntrees = 5\n"), "multivariate \"gpu\".params: unknown field `trees`"),
             (format!("{OK}{OK}"), "the name is used by another multivariate model"),
         ];
@@ -249,5 +252,26 @@ mod tests {
             let got = check(&text).unwrap_err();
             assert!(got.contains(expected), "{text}\n→ {got}\nexpected: {expected}");
         }
+    }
+
+    #[test]
+    fn the_shipped_example_validates() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../config/argus.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let example: String = text
+            .lines()
+            .skip_while(|l| *l != "# [analyzer]")
+            .map_while(|l| l.strip_prefix("# ").or((l == "#").then_some("")))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        #[derive(Deserialize)]
+        struct Doc {
+            analyzer: super::super::super::Config,
+        }
+        let doc: Doc = toml::from_str(&example).unwrap();
+        let valid = doc.analyzer.validate().unwrap();
+        assert_eq!(valid.multivariate.len(), 1);
+        assert_eq!(valid.multivariate[0].entity, ["host", "gpu"]);
+        assert_eq!(valid.multivariate[0].params, runtime_params(), "the example shows the defaults");
     }
 }

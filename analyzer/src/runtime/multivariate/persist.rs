@@ -122,9 +122,9 @@ pub(super) fn load(dir: &Path, rule: &ModelRule) -> Option<Loaded> {
     let mut stale = Vec::new();
     for value in file.entities {
         let version = value.pointer("/model/version").and_then(|v| v.as_u64());
-        let labels: Option<Key> = value.get("labels").and_then(|l| {
-            l.as_array()?.iter().map(|pair| Some(pair.get(1)?.as_str()?.to_string())).collect()
-        });
+        let labels: Option<Key> = value
+            .get("labels")
+            .and_then(|l| l.as_array()?.iter().map(|pair| Some(pair.get(1)?.as_str()?.to_string())).collect());
         match serde_json::from_value::<EntityModel>(value) {
             Ok(m) if m.model.version == MODEL_VERSION => models.push(m),
             result => {
