@@ -14,7 +14,7 @@ use std::sync::Arc;
 const STEP: i64 = 10_000;
 
 const CONFIG: &str = r#"
-alert_after = 3
+alert_after = 6
 [[rule]]
 name = "cpu"
 query = "host_cpu_busy_ratio"
@@ -23,13 +23,15 @@ detectors = ["ewma"]
 name = "host_health"
 metrics = ["host_cpu_busy_ratio", "host_temperature_celsius", "host_power_watts"]
 entity = ["host"]
-train_window = "1h"
+train_window = "2h"
 retrain = "6h"
 min_train_points = 300
 severity = "critical"
 labels = { team = "infra" }
 [multivariate.params]
 iforest = { n_trees = 50 }
+threshold_quantile = 0.999
+smooth = 20
 "#;
 
 /// Noise in [-0.5, 0.5), the same for the same arguments.
@@ -49,8 +51,9 @@ fn replay(from: i64, to: i64, fault: i64) -> Vec<WriteSeries> {
         let mut cpu = Vec::new();
         let mut temp = Vec::new();
         let mut power = Vec::new();
-        for i in from / STEP..=to / STEP {
-            let t = i * STEP;
+        for i in 0..=(to - from) / STEP {
+            // Indexed from `from`, not the wall clock: every run sees the same data.
+            let t = from + i * STEP;
             let load = 0.4 + 0.25 * ((i as f64) / 30.0 + h as f64).sin() + 0.08 * noise(h * 3, i);
             let extra = if h == 2 && t >= fault { 150.0 } else { 0.0 };
             cpu.push(Sample { t, v: load });
@@ -103,7 +106,7 @@ async fn a_replayed_fault_is_scored_above_one_and_alerted_with_its_top_features(
         * 60_000
         - 10 * 60_000;
     let fault = now - 3 * 60_000;
-    backend.write(replay(now - 80 * 60_000, now, fault)).await.unwrap();
+    backend.write(replay(now - 150 * 60_000, now, fault)).await.unwrap();
 
     let (base, received) = intake().await;
     let cfg: Config = toml::from_str(CONFIG).unwrap();

@@ -17,11 +17,12 @@ resolve_after = 3
 name = "host_health"
 metrics = ["host_cpu_busy_ratio", "host_temperature_celsius", "host_power_watts"]
 entity = ["host"]
-train_window = "1h"
+train_window = "2h"
 min_train_points = 200
 severity = "critical"
 [multivariate.params]
 iforest = { n_trees = 50, seed = 7 }
+threshold_quantile = 0.999
 "#;
 
 fn valid() -> super::super::Valid {
@@ -45,8 +46,9 @@ fn fixture(from: i64, to: i64, fault: i64) -> Vec<WriteSeries> {
     for (h, host) in ["a", "b"].into_iter().enumerate() {
         let h = h as u64;
         let mut series: Vec<(&str, Vec<Sample>)> = vec![(CPU, vec![]), (TEMP, vec![]), (POWER, vec![])];
-        for i in from / STEP..=to / STEP {
-            let t = i * STEP;
+        for i in 0..=(to - from) / STEP {
+            // Indexed from `from`, not the wall clock: every run sees the same data.
+            let t = from + i * STEP;
             let load = 0.5 + 0.3 * ((i as f64) / 40.0).sin() + 0.1 * noise(h, 0, i);
             let hot = if host == "b" && t >= fault { 20.0 } else { 0.0 };
             series[0].1.push(Sample { t, v: load });
@@ -101,7 +103,7 @@ async fn ticks(m: &mut Multivariate, from: i64, to: i64, writes: &mut Vec<WriteS
 async fn only_the_faulty_entity_scores_above_one_and_its_alert_names_the_faulted_metric() {
     let (dir, backend, now) = store().await;
     let fault = now - 3 * 60_000;
-    backend.write(fixture(now - 80 * 60_000, now, fault)).await.unwrap();
+    backend.write(fixture(now - 150 * 60_000, now, fault)).await.unwrap();
     let mut m = Multivariate::new(&valid(), backend, Some(dir.path().join("analyzer")), Metrics::default());
     let train_at = fault - 10 * 60_000;
     let (writes, alerts) = run(&mut m, train_at, now).await;
@@ -128,7 +130,7 @@ async fn only_the_faulty_entity_scores_above_one_and_its_alert_names_the_faulted
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_scores_with_the_saved_models_as_an_uninterrupted_run() {
     let (dir, backend, now) = store().await;
-    backend.write(fixture(now - 80 * 60_000, now, now - 60_000)).await.unwrap();
+    backend.write(fixture(now - 150 * 60_000, now, now - 60_000)).await.unwrap();
     let train_at = now - 10 * 60_000;
     let restart = now - 5 * 60_000;
     let cfg = valid();
