@@ -142,8 +142,6 @@ pub fn start(
     let (cfg, config_text, config_dir) = load_config_at(a.config_file.as_ref())?;
     // Rule files are read before anything starts, so a bad one stops startup with its error.
     let rules = rule_groups(&cfg, &config_dir)?;
-    // Receivers are checked before anything starts, too; they are built once the database is open.
-    deliver::build(&cfg)?;
     let data_dir = a.data_dir.clone().unwrap_or_else(|| server_data_dir.to_path_buf());
     let db = Arc::new(Db::open(&data_dir)?);
     let silences = Arc::new(DbSilences::load(db.clone())?);

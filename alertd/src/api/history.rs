@@ -128,6 +128,11 @@ struct AckBody {
     comment: String,
 }
 
+/// An incident id from the path, or a 400 naming it.
+fn incident_id(id: &str) -> Result<i64, ApiError> {
+    id.parse().map_err(|_| ApiError::BadRequest(format!("incident id {id:?} is not a number")))
+}
+
 /// `POST /api/v1/incidents/{id}/ack` with an optional body `{"by": …, "comment": …}`: records the
 /// acknowledgement (the first one stands), stops the incident's escalations, and answers the incident.
 #[utoipa::path(post, path = "/api/v1/incidents/{id}/ack", tag = HISTORY_TAG,
@@ -142,7 +147,7 @@ pub async fn ack_incident(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Success<IncidentRow>>, V1Error> {
-    let id: i64 = id.parse().map_err(|_| ApiError::BadRequest(format!("incident id {id:?} is not a number")))?;
+    let id = incident_id(&id)?;
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
     let b: AckBody = if body.iter().all(u8::is_ascii_whitespace) {
         AckBody::default()
@@ -201,7 +206,7 @@ pub async fn silence_incident(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Success<IncidentSilence>>, V1Error> {
-    let id: i64 = id.parse().map_err(|_| ApiError::BadRequest(format!("incident id {id:?} is not a number")))?;
+    let id = incident_id(&id)?;
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
     let b: SilenceBody = serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("silence: {e}")))?;
     if b.until != "resolved" {
