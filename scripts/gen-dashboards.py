@@ -469,7 +469,8 @@ def anomalies():
         "The analyzer's anomaly scores (above 1 is anomalous) and the dynamic-threshold bands they come from.",
         [CLUSTER, HOST,
          var_query("detector", "Detector", "label_values(argus_anomaly_score, detector)"),
-         var_query("metric", "Metric", 'label_values(argus_anomaly_score{detector=~"$detector"}, metric)', multi=False)],
+         # The metrics the dynamic-threshold detector draws a band for (its now-casts), which the band panel shows.
+         var_query("metric", "Metric", 'label_values(argus_yhat{horizon=~"0s|"}, metric)', multi=False)],
         [
             stat("Series scored", f"count(argus_anomaly_score{{{A}}})", "Series the analyzer scores now.", w=6),
             stat("Anomalous now", f"count(argus_anomaly_score{{{A}}} > 1) or vector(0)", "Scores above 1.", w=6,
@@ -506,8 +507,9 @@ def forecasts():
         "Argus / Forecasts and capacity",
         "Demand forecasts against what happened, and the capacity planner's recommendations.",
         [CLUSTER,
-         var_query("metric", "Forecast target", "label_values(argus_yhat, metric)", multi=False),
-         var_custom("horizon", "Horizon", ["15m", "5m", "30m", "1h"])],
+         var_custom("horizon", "Horizon", ["15m", "5m", "30m", "1h"]),
+         # Forecast targets only: the anomaly detectors' bands (no horizon, or 0s) are argus_yhat too.
+         var_query("metric", "Forecast target", 'label_values(argus_yhat{horizon="$horizon"}, metric)', multi=False)],
         [
             ts("Forecast against actual", [
                 ("sum({__name__=\"$metric\", " + C + "})", "actual"),

@@ -38,6 +38,8 @@ pub fn run(cmd: Cmd) -> Result<()> {
 
 // === alertd in `argus serve` ===
 
+mod reload;
+
 use crate::config::Alertd;
 use argus_alertd::api;
 use argus_alertd::clock::TokioClock;
@@ -45,7 +47,7 @@ use argus_alertd::db::{Db, DbLog, DbSilences, HistoryNotifier};
 use argus_alertd::deliver::{self, Deliverer, RetryPolicy};
 use argus_alertd::outbox::Outbox;
 use argus_alertd::rules::RuleGroup;
-use argus_alertd::rules::group::{EvalOptions, Evaluator};
+use argus_alertd::rules::group::EvalOptions;
 use argus_alertd::runner::Shared;
 use argus_alertd::{Engine, Timestamp};
 use argus_store::backend::StoreBackend;
@@ -58,12 +60,12 @@ const DEFAULT_CONFIG_FILE: &str = "config/alertd.yml";
 
 /// The alertd configuration `[alertd]` names, validated, and its text.
 pub fn load_config(a: &Alertd) -> Result<(argus_alertd::Config, String)> {
-    load_config_at(a).map(|(cfg, text, _)| (cfg, text))
+    load_config_at(a.config_file.as_ref()).map(|(cfg, text, _)| (cfg, text))
 }
 
-/// `load_config`, with the directory relative rule files are read from.
-fn load_config_at(a: &Alertd) -> Result<(argus_alertd::Config, String, PathBuf)> {
-    let path = match &a.config_file {
+/// `load_config` of `[alertd] config_file`, with the directory relative rule files are read from.
+fn load_config_at(config_file: Option<&PathBuf>) -> Result<(argus_alertd::Config, String, PathBuf)> {
+    let path = match config_file {
         Some(p) => Some(p.clone()),
         None => Some(PathBuf::from(DEFAULT_CONFIG_FILE)).filter(|p| p.exists()),
     };
@@ -109,6 +111,10 @@ pub struct Running {
     pub router: axum::Router,
     /// The engine's intake, for alerts raised inside this process (the analyzer's).
     pub intake: Arc<dyn argus_alertd::rules::group::AlertSink>,
+    /// Re-reads the configuration on `POST /-/reload` and SIGHUP.
+    pub reloader: Arc<reload::Reloader>,
+    /// The outbox's notifier, for capacity plans made inside this process (the analyzer's).
+    pub capacity: Arc<deliver::OutboxNotifier>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -117,6 +123,7 @@ impl Drop for Running {
         for t in &self.tasks {
             t.abort();
         }
+        self.reloader.stop();
     }
 }
 
@@ -132,7 +139,7 @@ pub fn start(
     if !a.enabled {
         return Ok(None);
     }
-    let (cfg, config_text, config_dir) = load_config_at(a)?;
+    let (cfg, config_text, config_dir) = load_config_at(a.config_file.as_ref())?;
     // Rule files are read before anything starts, so a bad one stops startup with its error.
     let rules = rule_groups(&cfg, &config_dir)?;
     let data_dir = a.data_dir.clone().unwrap_or_else(|| server_data_dir.to_path_buf());
@@ -141,33 +148,46 @@ pub fn start(
     let nflog = Arc::new(DbLog::load(db.clone())?);
     // Notifications go to the durable outbox first; one worker per integration delivers them.
     let outbox = Arc::new(Outbox::open(&data_dir.join(argus_alertd::db::FILE_NAME))?);
-    let deliverer = Deliverer::new(outbox, deliver::build(&cfg)?, RetryPolicy::default())
-        .with_rate_limits(deliver::rate_limits(&cfg));
-    deliverer.metrics().register(registry);
+    // Remediation records its actions (and finds those done before a restart) in the history.
+    let integrations = deliver::build_with_ledger(&cfg, db.clone())?;
+    let delivery = Arc::new(deliver::metrics::Metrics::default());
+    delivery.register(registry);
+    let deliverer = Deliverer::new(outbox.clone(), integrations, RetryPolicy::default())
+        .with_rate_limits(deliver::rate_limits(&cfg))
+        .with_metrics(delivery.clone());
     let notifier = Arc::new(HistoryNotifier { inner: Arc::new(deliverer.notifier()), db: db.clone() });
+    let capacity = Arc::new(deliverer.notifier());
     let engine = Engine::new(cfg, silences.clone(), nflog, notifier);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
     let started = Timestamp(now.as_millis() as i64);
     let shared = Shared::new(engine, TokioClock::starting_at(started));
-    let mut tasks = deliverer.spawn();
-    tasks.push(tokio::spawn(argus_alertd::runner::run_shared(shared.clone())));
-    if let Some((groups, opts)) = rules {
-        let rules: usize = groups.iter().map(|g| g.rules.len()).sum();
-        tracing::info!(groups = groups.len(), rules, "Evaluating rules against the store");
-        let evaluator = Arc::new(Evaluator { backend, sink: Arc::new(shared.clone()), opts });
-        tasks.extend(argus_alertd::rules::group::spawn(groups, evaluator, shared.clock.clone()));
-    }
+    let mut tasks = vec![tokio::spawn(argus_alertd::runner::run_shared(shared.clone()))];
+    let config_text = Arc::new(std::sync::RwLock::new(config_text));
+    let reloader = Arc::new(reload::Reloader::new(
+        a.config_file.clone(),
+        shared.clone(),
+        reload::Parts { outbox, db: db.clone(), delivery, backend },
+        config_text.clone(),
+        registry,
+    ));
+    reloader.run(deliverer, rules);
+    #[cfg(unix)]
+    tasks.push(tokio::spawn(reload::on_sighup(reloader.clone())));
     let shared_for_intake = shared.clone();
+    let for_api = reloader.clone();
     let state = api::State {
         engine: shared,
         silences,
         db,
         config_text,
+        reload: Some(Arc::new(move || for_api.reload().map_err(|e| format!("{e:#}")))),
         started,
         max_body_bytes: a.max_body_bytes.unwrap_or(api::DEFAULT_MAX_BODY_BYTES),
         max_alerts_per_request: a.max_alerts_per_request.unwrap_or(api::DEFAULT_MAX_ALERTS_PER_REQUEST),
         max_labels_per_alert: a.max_labels_per_alert.unwrap_or(api::DEFAULT_MAX_LABELS_PER_ALERT),
     };
     tracing::info!(data_dir = %data_dir.display(), "alertd is up: Alertmanager API v2 at /api/v2/alerts");
-    Ok(Some(Running { router: api::router(state), intake: Arc::new(shared_for_intake), tasks }))
+    let max_body = state.max_body_bytes;
+    let router = api::router(state).merge(api::capacity::router(capacity.clone(), max_body));
+    Ok(Some(Running { router, intake: Arc::new(shared_for_intake), reloader, capacity, tasks }))
 }

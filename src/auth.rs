@@ -81,6 +81,8 @@ const MAP: &[(Option<Method>, &str, Option<Scope>)] = &[
     (None, "/write", Some(Scope::Write)),
     (None, "/api/v1/write", Some(Scope::Write)),
     (Some(Method::POST), "/api/v2/alerts", Some(Scope::Write)),
+    // Capacity plans from an analyzer, sent on to schedulers: pushed like alerts.
+    (Some(Method::POST), "/api/v1/scheduler/capacity", Some(Scope::Write)),
     (Some(Method::POST), "/api/v2/silences", Some(Scope::Admin)),
     (Some(Method::DELETE), "/api/v2/silence/*", Some(Scope::Admin)),
     (Some(Method::POST), "/api/v1/incidents/*/ack", Some(Scope::Admin)),

@@ -25,6 +25,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+mod counter;
+mod fabric;
+mod service;
+mod training;
+
 const GPU_CSV: &str = include_str!("../demo/alibaba_gpu.csv");
 const POOL_CSV: &str = include_str!("../demo/helios_vc_demand.csv");
 
@@ -32,6 +37,8 @@ const POOL_CSV: &str = include_str!("../demo/helios_vc_demand.csv");
 pub const BACKFILL: Duration = Duration::from_secs(6 * 3600);
 /// Time between two written points, live and in the backfill.
 pub const STEP: Duration = Duration::from_secs(10);
+/// Time between two points of the service, training and fabric families in the history.
+pub const SERVICE_STEP: Duration = Duration::from_secs(30);
 /// When the fault begins, after start.
 pub const FAULT_AFTER: Duration = Duration::from_secs(10);
 /// The GPU that fails.
@@ -39,10 +46,14 @@ pub const FAULT_GPU: usize = 5;
 /// When its Xid is logged, after the fault begins.
 const XID_AFTER: Duration = Duration::from_secs(10);
 pub const HOST: &str = "demo-gpu-01";
+/// Framebuffer of the demo's boards (80 GiB).
+const GPU_MEMORY_BYTES: f64 = 85_899_345_920.0;
 /// File name of the demo receiver's log, in the data directory.
 pub const NOTIFICATION_LOG: &str = "demo-notifications.jsonl";
 /// File name of the demo's alertd configuration, written to the data directory.
 pub const ALERTD_CONFIG: &str = "demo-alertd.yml";
+/// File name of the demo's recording rules, written to the data directory beside it.
+pub const RULES: &str = "demo-rules.yml";
 
 /// One replayed GPU: its pod in the trace, duty cycle (percent) and memory used (bytes) per minute.
 struct Gpu {
@@ -64,12 +75,24 @@ pub struct Demo {
     gpus: Vec<Gpu>,
     pools: Vec<Pool>,
     started_ms: i64,
+    /// Where the demo's counters start: the first point of its history.
+    origin_ms: i64,
+    service: service::Service,
+    jobs: Vec<training::Job>,
+    fabric: fabric::Fabric,
 }
 
 impl Demo {
     /// Loads the embedded traces; `started_ms` places the fault.
     pub fn new(started_ms: i64) -> Result<Demo> {
-        Ok(Demo { gpus: gpus(GPU_CSV)?, pools: pools(POOL_CSV)?, started_ms })
+        let (gpus, pools) = (gpus(GPU_CSV)?, pools(POOL_CSV)?);
+        let util: Vec<&[f64]> = gpus.iter().map(|g| g.util.as_slice()).collect();
+        let service = service::Service::new(&util)?;
+        let fabric = fabric::Fabric::new(&util);
+        let jobs = pools.iter().map(|p| training::Job::new(&p.name, &p.running)).collect();
+        let step = STEP.as_millis() as i64;
+        let origin_ms = (started_ms - BACKFILL.as_millis() as i64).div_euclid(step) * step;
+        Ok(Demo { gpus, pools, started_ms, origin_ms, service, jobs, fabric })
     }
 
     pub fn fault_at_ms(&self) -> i64 {
@@ -80,9 +103,12 @@ impl Demo {
         self.fault_at_ms() + XID_AFTER.as_millis() as i64
     }
 
-    /// The line-protocol points of the demo cluster at `t` (ms).
-    pub fn lines(&self, t: i64, out: &mut String) {
+    /// The line-protocol points of the demo cluster at `t` (ms). Without `services`, only the GPUs, their
+    /// Xid and the pools: the history writes the service, training and fabric families every
+    /// [`SERVICE_STEP`], enough for rates over a minute, and so is written several times faster.
+    pub fn lines(&self, t: i64, services: bool, out: &mut String) {
         let fault = (t - self.fault_at_ms()) as f64 / 1000.0;
+        let mut tags = Vec::with_capacity(self.gpus.len());
         for (i, g) in self.gpus.iter().enumerate() {
             let mut util = at(&g.util, t) / 100.0;
             // A GPU warms with its load of the last few minutes (its heat sink's inertia) and drifts a
@@ -108,7 +134,7 @@ impl Demo {
             let _ = writeln!(
                 out,
                 "{gpu} utilization_ratio={util},temperature_celsius={temp},power_watts={power},memory_used_bytes={memory},\
-                 memory_total_bytes=85899345920,power_limit_watts=400,sm_clock_hertz={clock},\
+                 memory_total_bytes={GPU_MEMORY_BYTES},power_limit_watts=400,sm_clock_hertz={clock},\
                  memory_temperature_celsius={},processes={processes},ecc_errors_corrected_total=0,\
                  ecc_errors_uncorrected_total=0,pcie_replays_total=0,remapped_rows_uncorrectable=0,\
                  remapped_rows_pending=0 {t}",
@@ -117,6 +143,10 @@ impl Demo {
             // A GPU past 90 °C slows its clocks to cool down.
             let hot = i32::from(temp >= 90.0);
             let _ = writeln!(out, "{gpu},reason=hw_thermal_slowdown throttle_reason={hot} {t}");
+            // The pod's process holds the memory: GPU memory by owner, labelled as the collector does.
+            if processes > 0 {
+                let _ = writeln!(out, "{gpu},pod_uid={} process_memory_used_bytes={memory} {t}", g.pod);
+            }
             // The Xid counter starts at 0 just before its first count, as the collector's does.
             if i == FAULT_GPU && fault >= 0.0 {
                 let count = i32::from(t >= self.xid_at_ms());
@@ -125,7 +155,24 @@ impl Demo {
                     "gpu,cluster=demo,demo=true,host={HOST},gpu={i},code=79 xid_errors_total={count} {t}"
                 );
             }
+            tags.push(gpu);
         }
+        if !services {
+            return self.pool_lines(t, out);
+        }
+        // The failed GPU's pod stops serving, and its NVLinks go quiet, when the fault begins.
+        let stopped: Vec<Option<i64>> =
+            (0..self.gpus.len()).map(|i| (i == FAULT_GPU).then(|| self.fault_at_ms())).collect();
+        let memory: Vec<f64> = self.gpus.iter().map(|g| at(&g.memory, t) / GPU_MEMORY_BYTES).collect();
+        self.service.lines(t, self.origin_ms, HOST, &stopped, &memory, out);
+        self.fabric.lines(t, self.origin_ms, HOST, &tags, &stopped, out);
+        for job in &self.jobs {
+            job.lines(t, self.origin_ms, out);
+        }
+        self.pool_lines(t, out)
+    }
+
+    fn pool_lines(&self, t: i64, out: &mut String) {
         for p in &self.pools {
             let _ = writeln!(
                 out,
@@ -149,8 +196,13 @@ impl Demo {
 
     /// Writes the history from `now - BACKFILL` to `now`.
     pub fn backfill(&self, db: &Db, now: i64) -> Result<usize> {
+        self.write_history(db, now - BACKFILL.as_millis() as i64, now)
+    }
+
+    /// Writes the points from `from` to `now`, a step apart.
+    fn write_history(&self, db: &Db, from: i64, now: i64) -> Result<usize> {
         let step = STEP.as_millis() as i64;
-        let mut t = (now - BACKFILL.as_millis() as i64) / step * step;
+        let mut t = from.div_euclid(step) * step;
         let mut points = 0;
         let mut text = String::new();
         while t <= now {
@@ -160,7 +212,7 @@ impl Demo {
                 if t > now {
                     break;
                 }
-                self.lines(t, &mut text);
+                self.lines(t, t.rem_euclid(SERVICE_STEP.as_millis() as i64) == 0, &mut text);
                 t += step;
             }
             points += write(db, &text)?;
@@ -177,7 +229,7 @@ impl Demo {
             tick.tick().await;
             let now = argus_store::db::now_ms();
             let mut text = String::new();
-            self.lines(now, &mut text);
+            self.lines(now, true, &mut text);
             if !xid_logged && now >= self.xid_at_ms() {
                 text.push_str(&self.xid_event());
                 xid_logged = true;
@@ -296,21 +348,22 @@ pub struct Prepared {
 
 /// Starts the demo receiver, points alertd at it (unless `[alertd] config_file` names a configuration,
 /// which is then used as is) and writes the history, before alertd and the analyzer start.
-pub async fn prepare(cfg: &mut crate::config::Config, data_dir: &Path, db: Arc<Db>) -> Result<Prepared> {
+///
+/// `server` is where `argus serve` will listen (`tls` when on HTTPS): unless `--no-collector`, the
+/// embedded collector scrapes its `/metrics` and its own into the store, for the alerts dashboard.
+pub async fn prepare(
+    cfg: &mut crate::config::Config,
+    data_dir: &Path,
+    db: Arc<Db>,
+    server: SocketAddr,
+    tls: bool,
+) -> Result<Prepared> {
     let receiver = start_receiver(data_dir).await?;
-    let alertd_config = match &cfg.alertd.config_file {
-        Some(p) => {
-            tracing::warn!(config = %p.display(), "Demo: alertd uses the configured file, not the demo receiver");
-            None
-        }
-        None => {
-            let path = data_dir.join(ALERTD_CONFIG);
-            let text = alertd_config(&format!("http://{}/", receiver.addr));
-            std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
-            cfg.alertd.config_file = Some(path.clone());
-            Some(path)
-        }
-    };
+    if tls {
+        tracing::info!("Demo: Argus' own metrics are not scraped into the store over HTTPS");
+    } else {
+        scrape_self(&mut cfg.collector, server)?;
+    }
     // The default rules, with GPU peers compared over 30 s rather than five minutes and alerts after
     // two anomalous steps rather than three, so the fault is an incident within about a minute.
     if cfg.analyzer.rules.is_empty() {
@@ -343,6 +396,22 @@ pub async fn prepare(cfg: &mut crate::config::Config, data_dir: &Path, db: Arc<D
             });
         }
     }
+    let alertd_config = match &cfg.alertd.config_file {
+        Some(p) => {
+            tracing::warn!(config = %p.display(), "Demo: alertd uses the configured file, not the demo receiver");
+            None
+        }
+        None => {
+            let rules = data_dir.join(RULES);
+            std::fs::write(&rules, recording_rules(&cfg.analyzer.forecasts))
+                .with_context(|| format!("{}: cannot write", rules.display()))?;
+            let path = data_dir.join(ALERTD_CONFIG);
+            let text = alertd_config(&format!("http://{}/", receiver.addr));
+            std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+            cfg.alertd.config_file = Some(path.clone());
+            Some(path)
+        }
+    };
     let (d, w) = (demo.clone(), db.clone());
     let started = std::time::Instant::now();
     let points = tokio::task::spawn_blocking(move || d.backfill(&w, now)).await??;
@@ -379,6 +448,35 @@ impl Prepared {
             demo.run(db).await
         })
     }
+}
+
+/// Adds scrape targets for Argus' `/metrics` at `server` (job `argus`) and the collector's own (job
+/// `argus-collector`, on a free loopback port unless `[collector] listen` names one), so the store
+/// holds the self metrics the alerts dashboard reads: notifications, ingest, collector spools.
+fn scrape_self(c: &mut argus_collector::Config, server: SocketAddr) -> Result<()> {
+    let ip = if server.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { server.ip() };
+    let collector = match &c.listen {
+        Some(l) => l.clone(),
+        None => {
+            let free = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+                .and_then(|l| l.local_addr())
+                .context("demo: finding a free port for the collector's /metrics")?;
+            c.listen = Some(free.to_string());
+            free.to_string()
+        }
+    };
+    let target = |url: String, job: &str| argus_collector::config::ScrapeTargetConfig {
+        url,
+        job: Some(job.into()),
+        ..Default::default()
+    };
+    let scrape = c.scrape.get_or_insert_with(Default::default);
+    // Often enough that a counter's first increase (the first notification) shows as a rate within
+    // seconds: three scrapes within a minute's window.
+    scrape.interval.get_or_insert_with(|| "5s".into());
+    scrape.targets.push(target(format!("http://{}/metrics", SocketAddr::new(ip, server.port())), "argus"));
+    scrape.targets.push(target(format!("http://{collector}/metrics"), "argus-collector"));
+    Ok(())
 }
 
 // === the demo receiver ===
@@ -465,6 +563,11 @@ receivers:
       - url: {url}
         send_resolved: true
 argus:
+  # HostDown's last-seen series for the demo's GPU host; no Watchdog, so every notification is the fault's.
+  rules:
+    files: [{RULES}]
+    watchdog: false
+    host_down_metric: gpu_utilization_ratio
   correlation:
     labels: [rack, host, job]
     window: 10m
@@ -473,6 +576,24 @@ argus:
     backoff_step: 2
 "
     )
+}
+
+/// Recording rules for the forecast targets: each target's value under its `metric` name, so the
+/// forecasts dashboard draws what happened beside what was forecast (its "actual" line reads the
+/// series of that name). Targets whose query is already a series of that name need none.
+pub fn recording_rules(targets: &[argus_analyzer::runtime::forecasts::config::TargetConfig]) -> String {
+    let mut out = String::from(
+        "# Recording rules of `argus serve --demo` (written at every demo start): every forecast target's\n\
+         # value under its metric name, for the forecasts dashboard.\ngroups:\n  - name: demo-forecast-targets\n    rules:\n",
+    );
+    for t in targets {
+        let metric = t.metric.as_deref().unwrap_or(&t.name);
+        if t.query.trim() == metric {
+            continue;
+        }
+        let _ = write!(out, "      - record: {metric}\n        expr: '{}'\n", t.query.replace('\'', "''"));
+    }
+    out
 }
 
 /// What `GET /api/v1/demo` tells the status page: that this is demo data, the fault and the log.
@@ -547,9 +668,9 @@ mod tests {
         // (Each GPU line is followed by its throttle-reason line, which `field` skips by name.)
         let d = Demo::new(1_000_000).unwrap();
         let mut before = String::new();
-        d.lines(d.fault_at_ms() - 10_000, &mut before);
+        d.lines(d.fault_at_ms() - 10_000, true, &mut before);
         let mut after = String::new();
-        d.lines(d.fault_at_ms() + 60_000, &mut after);
+        d.lines(d.fault_at_ms() + 60_000, true, &mut after);
         assert_eq!(field(&after, FAULT_GPU, "utilization_ratio"), 0.0);
         assert!(
             field(&after, FAULT_GPU, "temperature_celsius") > field(&before, FAULT_GPU, "temperature_celsius") + 30.0
@@ -569,17 +690,34 @@ mod tests {
         let db = Db::open(argus_store::Options::new(dir.path())).unwrap();
         let now = argus_store::db::now_ms();
         let d = Demo::new(now).unwrap();
-        let points = d.backfill(&db, now).unwrap();
-        let steps = (BACKFILL.as_secs() / STEP.as_secs()) as usize;
-        // Four fields per GPU and three per pool, at every step of six hours.
+        // The last half hour of it (the whole six hours take long in a debug build).
+        let points = d.write_history(&db, now - 1_800_000, now).unwrap();
+        let steps = (1_800 / STEP.as_secs()) as usize;
+        // Four fields per GPU and three per pool, at every step.
         assert!(points >= steps * (8 * 4 + 3 * 3), "{points}");
-        let m = argus_model::Matcher::new("__name__", argus_model::MatchOp::Equal, "gpu_temperature_celsius").unwrap();
-        assert_eq!(db.series(&[m], now - 3_600_000, now).len(), 8);
+        let series = |name: &str| {
+            let m = argus_model::Matcher::new("__name__", argus_model::MatchOp::Equal, name).unwrap();
+            db.series(&[m], now - 1_800_000, now)
+        };
+        assert_eq!(series("gpu_temperature_celsius").len(), 8);
+        // The service, training and fabric families, every SERVICE_STEP: one series per pod, rank, port, link.
+        assert_eq!(series("vllm:request_success_total").len(), 8);
+        assert_eq!(series("train_step").len(), 6);
+        assert_eq!(series("ib_transmit_bytes_total").len(), 2);
+        assert_eq!(series("gpu_nvlink_transmit_bytes_total").len(), 16);
+        assert_eq!(series("gpu_process_memory_used_bytes").len(), 8);
     }
 
     #[test]
-    fn alertd_config_is_valid() {
+    fn alertd_config_and_rules_are_valid() {
+        let dir = tempfile::tempdir().unwrap();
         let text = alertd_config("http://127.0.0.1:1/");
         argus_alertd::config::parse(&text, "demo").unwrap();
+        let targets = argus_analyzer::runtime::forecasts::config::default_targets();
+        let rules = recording_rules(&targets);
+        assert_eq!(rules.matches("- record: ").count(), targets.len(), "{rules}");
+        let path = dir.path().join(RULES);
+        std::fs::write(&path, rules).unwrap();
+        argus_alertd::rules::file::load(&path).unwrap();
     }
 }

@@ -159,7 +159,7 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     let db = Arc::new(db);
     // === demo: its receiver and alertd configuration first, and history before the analyzer warms up ===
     let demo = match mode.demo {
-        true => Some(crate::demo::prepare(&mut cfg, &data_dir, db.clone()).await?),
+        true => Some(crate::demo::prepare(&mut cfg, &data_dir, db.clone(), listen.addr, listen.tls.is_some()).await?),
         false => None,
     };
     let mut registry = prometheus_client::registry::Registry::default();
@@ -171,7 +171,8 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         crate::alertd::start(&cfg.alertd, &data_dir, backend.clone(), &mut registry).context("starting alertd")?;
     // === analyzer ===
     let intake = alertd.as_ref().map(|a| a.intake.clone());
-    let analyzer = crate::analyze::build(&cfg.analyzer, &data_dir, backend, intake, &mut registry)
+    let capacity = alertd.as_ref().map(|a| a.capacity.clone());
+    let analyzer = crate::analyze::build(&cfg.analyzer, &data_dir, backend, intake, capacity, &mut registry)
         .context("starting the analyzer")?;
     let state = argus_store::http::State::new(db.clone(), limits, registry);
     let app = argus_store::http::router(state);

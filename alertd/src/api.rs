@@ -4,8 +4,10 @@
 //! (`runner::Shared`): posts go through the engine's lock, reads see live alerts and groups.
 
 mod alerts;
+pub mod capacity;
 mod history;
 pub mod openapi;
+mod reload;
 mod silences;
 
 use crate::db::Db;
@@ -34,13 +36,18 @@ pub struct State {
     pub engine: Shared,
     pub silences: Arc<dyn Silences>,
     pub db: Arc<Db>,
-    /// The configuration file's text, for `GET /api/v2/status`.
-    pub config_text: String,
+    /// The configuration file's text, for `GET /api/v2/status`; a reload replaces it.
+    pub config_text: Arc<std::sync::RwLock<String>>,
+    /// Re-reads the configuration (`POST /-/reload`); None where nothing can be reloaded.
+    pub reload: Option<Reload>,
     pub started: Timestamp,
     pub max_body_bytes: usize,
     pub max_alerts_per_request: usize,
     pub max_labels_per_alert: usize,
 }
+
+/// Re-reads and applies the configuration, all or nothing: an error leaves the running one as it was.
+pub type Reload = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// The routes of alertd's API.
 pub fn router(state: State) -> Router {
@@ -54,7 +61,9 @@ pub fn router(state: State) -> Router {
         .route("/api/v2/receivers", get(alerts::get_receivers))
         .route("/api/v1/incidents", get(history::get_incidents))
         .route("/api/v1/incidents/{id}/ack", post(history::ack_incident))
+        .route("/api/v1/incidents/{id}/silence", post(history::silence_incident))
         .route("/api/v1/notifications", get(history::get_notifications))
+        .route("/-/reload", post(reload::post_reload))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
 }

@@ -7,6 +7,7 @@ mod im;
 pub mod mask;
 pub mod matchers;
 pub mod raw;
+mod scheduler;
 mod validate;
 
 pub(crate) use validate::line_of;
@@ -42,7 +43,12 @@ pub struct Config {
     pub escalation: Vec<crate::escalate::EscalationRule>,
     /// Rule evaluation; off when the `argus.rules` section is absent.
     pub rules: Option<RulesConfig>,
+    /// `argus.silence_until_resolved_max`: the lifetime bound of a silence until resolved.
+    pub silence_until_resolved_max: Duration,
 }
+
+/// `argus.silence_until_resolved_max` when not given.
+pub const DEFAULT_SILENCE_UNTIL_RESOLVED_MAX: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// `argus.rules`: the rule files `argus serve` evaluates against its store, and Prometheus' flags.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,6 +7,7 @@
 //! delivery outbox does); this module owns only the tables below.
 
 mod history;
+mod remediation;
 mod state;
 
 pub use history::{Ack, HistoryNotifier, IncidentRow, NotificationRow, Range};
@@ -19,7 +20,7 @@ use std::sync::{Mutex, MutexGuard};
 /// The file name inside the data directory.
 pub const FILE_NAME: &str = "alertd.db";
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS silences (
@@ -29,7 +30,8 @@ CREATE TABLE IF NOT EXISTS silences (
     ends_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     created_by TEXT NOT NULL,
-    comment TEXT NOT NULL
+    comment TEXT NOT NULL,
+    until_resolved INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS nflog (
     group_key TEXT NOT NULL,
@@ -119,6 +121,11 @@ impl Db {
             return Err(DbError::TooNew { path, found });
         }
         conn.execute_batch(SCHEMA).map_err(open)?;
+        if found == 1 {
+            // Version 2 added silences until resolved.
+            conn.execute_batch("ALTER TABLE silences ADD COLUMN until_resolved INTEGER NOT NULL DEFAULT 0")
+                .map_err(open)?;
+        }
         conn.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(open)?;
         Ok(Db { conn: Mutex::new(conn) })
     }

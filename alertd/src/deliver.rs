@@ -12,6 +12,7 @@ mod http;
 pub mod limit;
 pub mod metrics;
 mod robot;
+pub mod scheduler;
 pub mod sign;
 pub mod slack;
 pub mod template;
@@ -41,6 +42,16 @@ use tokio::sync::Notify;
 pub trait Integration: Send + Sync {
     fn render(&self, n: &Notification) -> Result<Vec<u8>, DeliverError>;
     fn send<'a>(&'a self, body: &'a [u8], key: &'a str) -> BoxFuture<'a, Result<(), DeliverError>>;
+
+    /// The body of a capacity plan keyed `key`; None for integrations that take no capacity plans
+    /// (all but the scheduler's).
+    fn render_capacity(
+        &self,
+        _plan: &scheduler::capacity::CapacityPlan,
+        _key: &str,
+    ) -> Option<Result<Vec<u8>, DeliverError>> {
+        None
+    }
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -125,21 +136,19 @@ impl RetryPolicy {
 }
 
 /// Every configured integration by its notification-log name: the one place where each receiver
-/// kind is built.
+/// kind is built. Remediation records its actions in memory; see [`build_with_ledger`].
 pub fn build(cfg: &Config) -> Result<Integrations, DeliverError> {
-    let mut client = reqwest::Client::builder();
-    if let Some(path) = &cfg.ca_file {
-        let bad = |e: &dyn std::fmt::Display| {
-            DeliverError::Request(format!("global.http_config.tls_config.ca_file {}: {e}", path.display()))
-        };
-        let pem = std::fs::read(path).map_err(|e| bad(&e))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))?;
-        if certs.is_empty() {
-            return Err(bad(&"no PEM certificate in it"));
-        }
-        client = client.tls_certs_merge(certs);
-    }
-    let client = client.build().map_err(|e| DeliverError::Request(e.to_string()))?;
+    build_with_ledger(cfg, Arc::new(scheduler::remediation::MemoryLedger::default()))
+}
+
+/// [`build`], with remediation recording its actions in `ledger` (alertd's history in `argus serve`).
+pub fn build_with_ledger(
+    cfg: &Config,
+    ledger: Arc<dyn scheduler::remediation::Ledger>,
+) -> Result<Integrations, DeliverError> {
+    let global: Vec<(&str, &std::path::Path)> =
+        cfg.ca_file.iter().map(|p| ("global.http_config.tls_config.ca_file", p.as_path())).collect();
+    let client = http_client(&global)?;
     let target = |url: &Secret, timeout| HttpTarget { client: client.clone(), url: url.clone(), timeout };
     let mut out = Integrations::new();
     for r in cfg.receivers.values() {
@@ -185,8 +194,29 @@ pub fn build(cfg: &Config) -> Result<Integrations, DeliverError> {
         for (i, e) in r.email.iter().enumerate() {
             add("email", i, Arc::new(email::Email { cfg: e.clone() }));
         }
+        for (i, s) in r.scheduler.iter().enumerate() {
+            add("scheduler", i, Arc::new(scheduler::Scheduler::build(&r.name, i, s, &client, &global)?));
+            if let Some(rem) = &s.remediation {
+                add("remediation", i, Arc::new(scheduler::remediation::build(&r.name, i, rem, ledger.clone())?));
+            }
+        }
     }
     Ok(out)
+}
+
+/// An HTTP client trusting the system's CAs and those in `cas` (PEM files, each named by its field).
+fn http_client(cas: &[(&str, &std::path::Path)]) -> Result<reqwest::Client, DeliverError> {
+    let mut client = reqwest::Client::builder();
+    for (field, path) in cas {
+        let bad = |e: &dyn std::fmt::Display| DeliverError::Request(format!("{field} {}: {e}", path.display()));
+        let pem = std::fs::read(path).map_err(|e| bad(&e))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))?;
+        if certs.is_empty() {
+            return Err(bad(&"no PEM certificate in it"));
+        }
+        client = client.tls_certs_merge(certs);
+    }
+    client.build().map_err(|e| DeliverError::Request(e.to_string()))
 }
 
 /// The receivers' rate limits (`argus.rate_limit`), applied to each of their integrations.
@@ -194,7 +224,9 @@ pub fn rate_limits(cfg: &Config) -> RateLimits {
     let mut out = RateLimits::new();
     for r in cfg.receivers.values() {
         if let Some(limit) = r.rate_limit {
-            for i in r.integrations() {
+            // A scheduler is a program, not a person: its messages and remediation are never held
+            // back and merged.
+            for i in r.integrations().into_iter().filter(|i| !matches!(i.kind, "scheduler" | "remediation")) {
                 out.insert(recipient(&r.name, i.kind, i.index), limit);
             }
         }
@@ -255,6 +287,16 @@ impl Notifier for OutboxNotifier {
         self.wake.wake(&n.integration);
         Ok(())
     }
+
+    /// Prunes delivered and failed outbox entries finished `retention` before `now`; pending ones stay.
+    fn gc(&self, now: crate::time::Timestamp, retention: Duration) {
+        let before = (now - retention).millis();
+        match self.outbox.gc(before) {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(entries = n, "Finished outbox entries pruned"),
+            Err(error) => tracing::warn!(%error, "Outbox pruning failed"),
+        }
+    }
 }
 
 /// The delivery workers of one outbox.
@@ -287,6 +329,12 @@ impl Deliverer {
     /// limit holds is batched into one message.
     pub fn with_rate_limits(mut self, limits: RateLimits) -> Deliverer {
         self.limits = limits;
+        self
+    }
+
+    /// Counts into `metrics`: those of the deliverer this one replaces on a reload, already registered.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Deliverer {
+        self.metrics = metrics;
         self
     }
 

@@ -10,9 +10,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Debug, Clone)]
 pub struct AggrGroup {
-    /// `route key:group labels`, plus `:incident=N` when correlation split the group.
+    /// `route id:group labels`, plus `:incident=N` when correlation split the group: the group's
+    /// identity in the dispatcher, one per route even when sibling routes have the same matchers.
+    pub id: String,
+    /// `route key:group labels`, plus `:incident=N`: the group key notifications carry (`groupKey`),
+    /// and the notification log's key beside the recipient, as in Alertmanager.
     pub key: String,
-    /// `route key:group labels`: the route group the incident belongs to.
+    /// `route id:group labels`: the route group the incident belongs to.
     pub route_group: String,
     pub opts: RouteOpts,
     pub labels: Labels,
@@ -40,9 +44,9 @@ pub struct Dispatcher {
     timers: BTreeSet<(Timestamp, String)>,
 }
 
-/// The route group an alert falls in on a route: `route key:group labels`.
+/// The route group an alert falls in on a route: `route id:group labels`.
 pub fn route_group(route: &Route, group_labels: &Labels) -> String {
-    format!("{}:{}", route.key, group_labels)
+    format!("{}:{}", route.id, group_labels)
 }
 
 impl Dispatcher {
@@ -50,15 +54,14 @@ impl Dispatcher {
     /// needed.
     pub fn insert(&mut self, route: &Route, group_labels: Labels, incident: Option<u64>, alert: Alert, now: Timestamp) {
         let route_group = route_group(route, &group_labels);
-        let key = match incident {
-            Some(id) => format!("{route_group}:incident={id}"),
-            None => route_group.clone(),
-        };
-        let g = self.groups.entry(key.clone()).or_insert_with(|| {
+        let suffix = incident.map(|n| format!(":incident={n}")).unwrap_or_default();
+        let id = format!("{route_group}{suffix}");
+        let g = self.groups.entry(id.clone()).or_insert_with(|| {
             let next = now + route.opts.group_wait;
-            self.timers.insert((next, key.clone()));
+            self.timers.insert((next, id.clone()));
             AggrGroup {
-                key: key.clone(),
+                id: id.clone(),
+                key: format!("{}:{}{suffix}", route.key, group_labels),
                 route_group,
                 opts: route.opts.clone(),
                 labels: group_labels,
@@ -70,9 +73,9 @@ impl Dispatcher {
         });
         // Alertmanager flushes at once when the alert began longer than group_wait ago.
         if !g.has_flushed && alert.starts_at + g.opts.group_wait < now && g.next_flush > now {
-            self.timers.remove(&(g.next_flush, key.clone()));
+            self.timers.remove(&(g.next_flush, id.clone()));
             g.next_flush = now;
-            self.timers.insert((now, key));
+            self.timers.insert((now, id));
         }
         g.alerts.insert(alert.fingerprint(), alert);
     }
@@ -89,24 +92,25 @@ impl Dispatcher {
         }
     }
 
-    pub fn group(&self, key: &str) -> Option<&AggrGroup> {
-        self.groups.get(key)
+    /// The group with dispatcher id `id`.
+    pub fn group(&self, id: &str) -> Option<&AggrGroup> {
+        self.groups.get(id)
     }
 
     /// After a flush at `at`: when it succeeded, drops the alerts that were resolved (Alertmanager's
     /// `DeleteIfNotModified`); then removes an empty group or schedules its next flush.
-    pub fn after_flush(&mut self, key: &str, at: Timestamp, ok: bool) {
-        let Some(g) = self.groups.get_mut(key) else { return };
+    pub fn after_flush(&mut self, id: &str, at: Timestamp, ok: bool) {
+        let Some(g) = self.groups.get_mut(id) else { return };
         g.has_flushed = true;
         if ok {
             g.alerts.retain(|_, a| !a.resolved_at(at));
         }
         if g.alerts.is_empty() {
-            self.groups.remove(key);
+            self.groups.remove(id);
             return;
         }
         g.next_flush = at + g.opts.group_interval;
-        self.timers.insert((g.next_flush, key.to_string()));
+        self.timers.insert((g.next_flush, id.to_string()));
     }
 
     pub fn groups(&self) -> impl Iterator<Item = &AggrGroup> {

@@ -23,9 +23,15 @@ use std::time::Duration;
 
 /// How often (in engine time) state is garbage-collected.
 const GC_EVERY: Duration = Duration::from_secs(900);
-/// How long notification log entries and expired silences are kept (Alertmanager's default
-/// `--data.retention`).
-const NFLOG_RETENTION: Duration = Duration::from_secs(120 * 3600);
+/// How long notification log entries, expired silences and finished outbox entries are kept
+/// (Alertmanager's default `--data.retention`).
+pub const NFLOG_RETENTION: Duration = Duration::from_secs(120 * 3600);
+
+/// Equal configuration sections. Matchers (holding compiled regexes) have no `PartialEq`; their
+/// `Debug` form names their name, operator and value, which is what makes two of them equal.
+fn same<T: std::fmt::Debug>(a: &T, b: &T) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
 
 pub struct Engine {
     cfg: Config,
@@ -41,6 +47,8 @@ pub struct Engine {
     /// leave the notification log alone, so the incident's own receiver is unaffected.
     escalation_pipeline: Pipeline,
     escalator: Escalator,
+    /// Where notifications go, for its housekeeping.
+    notifier: Arc<dyn Notifier>,
     last_gc: Option<Timestamp>,
 }
 
@@ -71,7 +79,7 @@ impl Engine {
                 Box::new(TimeActiveStage),
                 Box::new(TimeMuteStage),
                 Box::new(MuteStage { name: "silence", muter: silencer }),
-                Box::new(SendStage { notifier, nflog: nflog.clone() }),
+                Box::new(SendStage { notifier: notifier.clone(), nflog: nflog.clone() }),
             ],
         };
         Engine {
@@ -86,6 +94,7 @@ impl Engine {
             silences,
             pipeline,
             escalation_pipeline,
+            notifier,
             last_gc: None,
         }
     }
@@ -113,15 +122,49 @@ impl Engine {
                 }
             }
             self.inhibitor.observe(&put.alert);
-            for route in self.cfg.route.match_labels(&put.alert.labels) {
-                let labels = route.group_labels(&put.alert.labels);
-                let incident = match &mut self.correlator {
-                    Some(c) => c.assign(&route_group(route, &labels), &put.alert, now),
-                    None => None,
-                };
-                self.dispatcher.insert(route, labels, incident, put.alert.clone(), now);
+            self.dispatch(&put.alert, now);
+        }
+        self.expire_resolved_silences(now);
+    }
+
+    /// Puts a stored alert into the group of each route it matches.
+    fn dispatch(&mut self, alert: &Alert, now: Timestamp) {
+        for route in self.cfg.route.match_labels(&alert.labels) {
+            let labels = route.group_labels(&alert.labels);
+            let incident = match &mut self.correlator {
+                Some(c) => c.assign(&route_group(route, &labels), alert, now),
+                None => None,
+            };
+            self.dispatcher.insert(route, labels, incident, alert.clone(), now);
+        }
+    }
+
+    /// Swaps in a new configuration at `now`, sending through `notifier` from then on, as
+    /// Alertmanager does on reload: the dispatcher is rebuilt and takes every held alert again, so
+    /// each group starts over; one whose alerts began longer than `group_wait` ago flushes at once,
+    /// and the notification log (kept, keyed by group) holds back what was already sent. Groups of
+    /// routes that still exist therefore keep their notification state; groups of new or changed
+    /// routes notify as new ones. Silences and held alerts are kept, and so are flap history,
+    /// incidents and escalations while their sections are unchanged.
+    pub fn reload(&mut self, cfg: Config, notifier: Arc<dyn Notifier>, now: Timestamp) {
+        let mut next = Engine::new(cfg, self.silences.clone(), self.nflog.clone(), notifier);
+        next.store = std::mem::take(&mut self.store);
+        next.last_gc = self.last_gc;
+        if next.cfg.flap == self.cfg.flap {
+            next.flap = self.flap.take();
+        }
+        if same(&next.cfg.correlation, &self.cfg.correlation) {
+            next.correlator = self.correlator.take();
+            if same(&next.cfg.escalation, &self.cfg.escalation) {
+                next.escalator = std::mem::take(&mut self.escalator);
             }
         }
+        let held: Vec<Alert> = next.store.iter().cloned().collect();
+        for a in &held {
+            next.inhibitor.observe(a);
+            next.dispatch(a, now);
+        }
+        *self = next;
     }
 
     /// The next time `advance` has work.
@@ -142,6 +185,7 @@ impl Engine {
                 (Some(f), e) if e.is_none_or(|e| f <= e) => {
                     let Some((at, key)) = self.dispatcher.pop_due(now) else { break };
                     self.gc(at);
+                    self.expire_resolved_silences(at);
                     let ok = self.flush(&key, at);
                     self.dispatcher.after_flush(&key, at, ok);
                 }
@@ -154,6 +198,64 @@ impl Engine {
             }
         }
         self.gc(now);
+        self.expire_resolved_silences(now);
+    }
+
+    /// Whether a firing alert at `now` is matched by all of `matchers`.
+    pub fn firing_matches(&self, matchers: &[argus_model::Matcher], now: Timestamp) -> bool {
+        self.store
+            .iter()
+            .any(|a| !a.resolved_at(now) && matchers.iter().all(|m| m.matches(a.labels.get(&m.name).unwrap_or(""))))
+    }
+
+    /// Expires, at `now`, each active silence until resolved that no firing alert matches any more:
+    /// the alerts it silenced (and any that matched it since) have all resolved.
+    fn expire_resolved_silences(&mut self, now: Timestamp) {
+        for s in self.silences.list() {
+            if !s.until_resolved || !s.active_at(now) || self.firing_matches(&s.matchers, now) {
+                continue;
+            }
+            match self.silences.expire(&s.id, now) {
+                Ok(_) => tracing::info!(silence = %s.id, "Silence expired: its alerts have resolved"),
+                Err(error) => tracing::error!(silence = %s.id, %error, "Silence expiry failed"),
+            }
+        }
+    }
+
+    /// Matchers that select the alerts of incident `id` opened at `opened_at` that fire at `now`:
+    /// its group's labels, the names of those alerts, and each correlation label that all of them
+    /// carry, with the values they have. None when the engine holds no firing alert of the incident.
+    pub fn incident_matchers(
+        &self,
+        id: u64,
+        opened_at: Timestamp,
+        now: Timestamp,
+    ) -> Option<Vec<argus_model::Matcher>> {
+        use argus_model::{MatchOp, Matcher};
+        let c = self.correlator.as_ref()?;
+        let group = self.dispatcher.groups().find(|g| {
+            g.incident == Some(id) && c.incident(&g.route_group, id).is_some_and(|i| i.opened_at == opened_at)
+        })?;
+        let alerts: Vec<Alert> = group.sorted_alerts().into_iter().filter(|a| !a.resolved_at(now)).collect();
+        if alerts.is_empty() {
+            return None;
+        }
+        let any_of = |name: &str| -> Option<Matcher> {
+            let mut values: Vec<&str> = alerts.iter().map(|a| a.labels.get(name)).collect::<Option<Vec<_>>>()?;
+            values.sort_unstable();
+            values.dedup();
+            let re = values.iter().map(|v| regex::escape(v)).collect::<Vec<_>>().join("|");
+            Matcher::new(name, MatchOp::RegexMatch, re).ok()
+        };
+        let mut out: Vec<Matcher> = group.labels.iter().map(|l| Matcher::eq(&l.name, &l.value)).collect();
+        for name in std::iter::once("alertname").chain(c.cfg.labels.iter().map(String::as_str)) {
+            if group.labels.get(name).is_none()
+                && let Some(m) = any_of(name)
+            {
+                out.push(m);
+            }
+        }
+        Some(out)
     }
 
     /// Acknowledges incident `id` opened at `opened_at` (as the history database names it): its
@@ -251,6 +353,7 @@ impl Engine {
         self.inhibitor.gc(now);
         self.nflog.gc(now, NFLOG_RETENTION);
         self.silences.gc(now, NFLOG_RETENTION);
+        self.notifier.gc(now, NFLOG_RETENTION);
         if let Some(f) = &mut self.flap {
             f.gc(now);
         }
@@ -300,3 +403,6 @@ impl Engine {
         self.store.get(fp).map(|a| a.status(now))
     }
 }
+
+#[cfg(test)]
+mod tests;

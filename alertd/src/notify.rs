@@ -100,6 +100,10 @@ pub struct Notification {
 /// Where the send stage hands notifications: an HTTP client, a channel, or a recorder.
 pub trait Notifier: Send + Sync {
     fn notify(&self, n: Notification) -> Result<(), NotifyError>;
+
+    /// Housekeeping, from the engine's: forgets what the notifier keeps of notifications finished
+    /// `retention` or more before `now`.
+    fn gc(&self, _now: crate::time::Timestamp, _retention: std::time::Duration) {}
 }
 
 /// Keeps every notification, for replay and tests.

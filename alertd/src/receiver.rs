@@ -1,6 +1,7 @@
 //! Receivers: where notifications go. A receiver has integrations of several kinds, each a noun
-//! named after what it talks to (`webhook`, `slack`, `dingtalk`, `feishu`, `wecom`); the kind is
-//! also its config key (`<kind>_configs`) and the middle of its notification-log name.
+//! named after what it talks to (`webhook`, `slack`, `dingtalk`, `feishu`, `wecom`, `email`,
+//! `scheduler`); the kind is also its config key (`<kind>_configs`) and the middle of its
+//! notification-log name.
 
 use crate::deliver::template::BodyTemplate;
 use argus_model::Secret;
@@ -16,6 +17,8 @@ pub struct Receiver {
     pub feishu: Vec<RobotConfig>,
     pub wecom: Vec<RobotConfig>,
     pub email: Vec<EmailConfig>,
+    /// `scheduler_configs` (alertd's own): events and capacity plans to a cluster scheduler.
+    pub scheduler: Vec<crate::deliver::scheduler::SchedulerConfig>,
     /// `argus.rate_limit`: each integration sends at most `max` messages per `per`; what the limit
     /// holds goes out batched as one message.
     pub rate_limit: Option<(u32, Duration)>,
@@ -112,7 +115,9 @@ pub enum EmailTls {
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Receiver {
-    /// Every integration, in a fixed order: webhook, slack, dingtalk, feishu, wecom, email.
+    /// Every integration that notifications go to, in a fixed order: webhook, slack, dingtalk,
+    /// feishu, wecom, email, scheduler (those taking critical events; the others take capacity plans
+    /// only, which do not go through the pipeline), remediation (schedulers with it enabled).
     pub fn integrations(&self) -> Vec<Integration> {
         let mut out = Vec::new();
         let mut add = |kind: &'static str, list: &mut dyn Iterator<Item = (bool, u64)>| {
@@ -126,6 +131,13 @@ impl Receiver {
             add(kind, &mut list.iter().map(|r| (r.send_resolved, 0)));
         }
         add("email", &mut self.email.iter().map(|e| (e.send_resolved, 0)));
+        for (index, s) in self.scheduler.iter().enumerate().filter(|(_, s)| s.critical) {
+            out.push(Integration { kind: "scheduler", index, send_resolved: s.send_resolved, max_alerts: 0 });
+        }
+        // Remediation acts on firing faults only.
+        for (index, _) in self.scheduler.iter().enumerate().filter(|(_, s)| s.remediation.is_some()) {
+            out.push(Integration { kind: "remediation", index, send_resolved: false, max_alerts: 0 });
+        }
         out
     }
 

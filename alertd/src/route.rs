@@ -31,18 +31,44 @@ pub struct Route {
     /// Alertmanager's route key: the parent's key, `/`, and this route's matchers, e.g.
     /// `{}/{severity="critical"}`. The first part of a group key.
     pub key: String,
+    /// The route's own identity, which keys its aggregation groups: the parent's id, `/`, and this
+    /// route's matchers, plus `/` and the sibling index when an earlier sibling has the same matchers
+    /// (Alertmanager's `Route.ID()` appends the index to every child; appending it only on a
+    /// collision keeps the id equal to the key otherwise, so state persisted under keys still applies).
+    pub id: String,
 }
 
 impl Route {
-    /// Builds a node, computing its key from the parent's.
-    pub fn new(parent_key: Option<&str>, mut matchers: Vec<Matcher>, continue_: bool, opts: RouteOpts) -> Route {
+    /// Builds a node, computing its key and id from the parent's; `add_child` settles the id among
+    /// siblings.
+    pub fn new(parent: Option<&Route>, mut matchers: Vec<Matcher>, continue_: bool, opts: RouteOpts) -> Route {
         matchers.sort_by(|a, b| (&a.name, a.to_string()).cmp(&(&b.name, b.to_string())));
         let own = format!("{{{}}}", matchers.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(","));
-        let key = match parent_key {
-            Some(p) => format!("{p}/{own}"),
-            None => own,
+        let (key, id) = match parent {
+            Some(p) => (format!("{}/{own}", p.key), format!("{}/{own}", p.id)),
+            None => (own.clone(), own),
         };
-        Route { matchers, continue_, opts, routes: Vec::new(), key }
+        Route { matchers, continue_, opts, routes: Vec::new(), key, id }
+    }
+
+    /// Appends a child built with `Route::new(Some(self), …)`, giving it (and its subtree) a distinct
+    /// id when an earlier sibling has the same matchers.
+    pub fn add_child(&mut self, mut child: Route) {
+        if self.routes.iter().any(|s| s.id == child.id) {
+            let old = child.id.clone();
+            let new = format!("{old}/{}", self.routes.len());
+            child.rebase_id(&old, &new);
+        }
+        self.routes.push(child);
+    }
+
+    fn rebase_id(&mut self, old: &str, new: &str) {
+        if let Some(rest) = self.id.strip_prefix(old) {
+            self.id = format!("{new}{rest}");
+        }
+        for c in &mut self.routes {
+            c.rebase_id(old, new);
+        }
     }
 
     /// Alertmanager's `Route.Match`: the deepest matching routes. The first matching child ends the
@@ -125,5 +151,32 @@ receivers: [{name: default}, {name: pager}, {name: gpu-team}, {name: never}]
             .assert_eq(&show(&[("severity", "critical"), ("team", "gpu")]));
         expect!["default ({})"].assert_eq(&show(&[("team", "db")]));
         expect![[r#"gpu-team ({}/{team=~"gpu|net"})"#]].assert_eq(&show(&[("team", "net")]));
+    }
+
+    #[test]
+    fn sibling_ids_differ_only_where_keys_collide() {
+        let cfg = config::parse(
+            r#"
+route:
+  receiver: a
+  routes:
+    - {matchers: ['x="1"'], receiver: a, continue: true}
+    - matchers: ['x="1"']
+      receiver: b
+      routes: [{matchers: ['y="2"'], receiver: b}]
+    - {matchers: ['x="2"'], receiver: b}
+receivers: [{name: a}, {name: b}]
+"#,
+            "t.yml",
+        )
+        .unwrap();
+        let ids: Vec<String> = cfg.route.walk().iter().map(|r| format!("{} {}", r.key, r.id)).collect();
+        expect![[r#"
+            {} {}
+            {}/{x="1"} {}/{x="1"}
+            {}/{x="1"} {}/{x="1"}/1
+            {}/{x="1"}/{y="2"} {}/{x="1"}/1/{y="2"}
+            {}/{x="2"} {}/{x="2"}"#]]
+        .assert_eq(&ids.join("\n"));
     }
 }

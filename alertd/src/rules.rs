@@ -6,6 +6,7 @@
 pub mod alerting;
 pub mod builtin;
 pub mod file;
+pub mod forecast;
 pub mod group;
 pub mod template;
 
@@ -35,10 +36,13 @@ pub enum Rule {
 }
 
 /// `alert:` — fires when `expr` returns samples for `for`, keeps firing `keep_firing_for` after.
+/// `forecast:` is one too, with `forecast` set and `expr` the band's selector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlertingRule {
     pub name: String,
     pub expr: String,
+    /// A forecast-band rule's comparison, evaluated in place of `expr`.
+    pub forecast: Option<forecast::ForecastSpec>,
     pub hold: Duration,
     pub keep_firing_for: Duration,
     /// Values are templates.

@@ -15,9 +15,32 @@ pub struct Silence {
     pub updated_at: Timestamp,
     pub created_by: String,
     pub comment: String,
+    /// Silence until resolved (alertd's own): alertd expires the silence once no alert it matches
+    /// is firing; `ends_at` is then only a bound on its lifetime.
+    pub until_resolved: bool,
 }
 
 impl Silence {
+    /// A silence until resolved made at `now`, with a new id, that lasts at most `max`.
+    pub fn until_resolved(
+        matchers: Vec<Matcher>,
+        created_by: String,
+        comment: String,
+        now: Timestamp,
+        max: std::time::Duration,
+    ) -> Silence {
+        Silence {
+            id: new_id(),
+            matchers,
+            starts_at: now,
+            ends_at: now + max,
+            updated_at: now,
+            created_by,
+            comment,
+            until_resolved: true,
+        }
+    }
+
     /// Active from `starts_at` (inclusive) to `ends_at` (exclusive).
     pub fn active_at(&self, now: Timestamp) -> bool {
         self.starts_at <= now && now < self.ends_at
@@ -135,6 +158,34 @@ impl Silences for MemSilences {
     fn gc(&self, now: Timestamp, retention: std::time::Duration) {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).retain(|s| now - s.ends_at < retention);
     }
+}
+
+/// A random version 4 UUID, the form Alertmanager's silence ids take (`amtool` prints them).
+pub fn new_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the OS once per thread and stepped for every instance, so two
+    // calls never share a key; the time and a counter vary the input as well.
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let half = |salt: u64| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(salt);
+        h.write_u64(n);
+        h.write_u128(t);
+        h.finish()
+    };
+    let (hi, lo) = (half(1), half(2));
+    let hi = (hi & 0xffff_ffff_ffff_0fff) | 0x4000;
+    let lo = (lo & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
 }
 
 /// The silences as a `Muter`.

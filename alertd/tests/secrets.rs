@@ -1,5 +1,5 @@
 //! No receiver leaks its secret: webhook URL tokens and HMAC secrets, DingTalk and Feishu secrets
-//! and robot URL keys never appear in errors, logs, the outbox or `Debug` output — while every one of
+//! robot URL keys and the scheduler's URL token, HMAC secret and bearer credentials never appear in errors, logs, the outbox or `Debug` output — while every one of
 //! those receivers fails, which is when secrets usually slip into messages. The run goes through the
 //! whole pipeline: engine, outbox notifier, delivery workers, real HTTP receivers on loopback.
 
@@ -24,6 +24,9 @@ const SECRETS: &[&str] = &[
     "FEISHUSECRET",
     "WECOMKEY",
     "SLACKTOKEN",
+    "SCHEDTOKEN",
+    "SCHEDHMAC",
+    "SCHEDBEARER",
 ];
 
 /// Every path fails in its own way.
@@ -82,6 +85,8 @@ receivers:
     dingtalk_configs: [{{url: 'http://{addr}/dt?access_token=DINGTOKEN', secret: DINGSECRET}}]
     feishu_configs: [{{url: 'http://{addr}/fs/FEISHUTOKEN', secret: FEISHUSECRET, language: zh}}]
     wecom_configs: [{{url: 'http://{addr}/wc?key=WECOMKEY'}}]
+    scheduler_configs:
+      - {{url: 'http://{addr}/bad/sched?token=SCHEDTOKEN', hmac_secret: SCHEDHMAC, http_config: {{authorization: {{credentials: SCHEDBEARER}}}}}}
 "#
     );
     let cfg = argus_alertd::config::parse(&yaml, "alertd.yml").unwrap();
@@ -110,7 +115,7 @@ receivers:
     engine.advance(now);
 
     let start = Instant::now();
-    while outbox.count(State::Failed).unwrap() < 6 {
+    while outbox.count(State::Failed).unwrap() < 7 {
         assert!(start.elapsed() < Duration::from_secs(10), "not every integration failed");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -122,7 +127,7 @@ receivers:
         .unwrap()
         .map(|r| r.unwrap())
         .collect();
-    assert_eq!(errors.len(), 6, "{errors:?}");
+    assert_eq!(errors.len(), 7, "{errors:?}");
     let bodies: Vec<Vec<u8>> = db
         .prepare("SELECT body FROM outbox")
         .unwrap()

@@ -135,6 +135,7 @@ async fn silence_mutes_while_active() {
             updated_at: T0,
             created_by: "test".into(),
             comment: "maintenance".into(),
+            until_resolved: false,
         })
         .unwrap();
     let got = t
@@ -259,6 +260,7 @@ async fn a_silenced_or_resolved_incident_does_not_escalate() {
             updated_at: T0,
             created_by: "test".into(),
             comment: String::new(),
+            until_resolved: false,
         })
         .unwrap();
     let got = t
@@ -271,4 +273,73 @@ async fn a_silenced_or_resolved_incident_does_not_escalate() {
         30s team Firing [XidError@h1] incident=1 cause=gpu_fault
         30s team Firing [XidError@h2] incident=2 cause=gpu_fault"#]]
     .assert_eq(&got);
+}
+
+const SIBLINGS: &str = r#"
+route:
+  receiver: default
+  group_by: [alertname]
+  group_wait: 30s
+  group_interval: 5m
+  routes:
+    - matchers: ['severity="critical"']
+      receiver: pager
+      continue: true
+    - matchers: ['severity="critical"']
+      receiver: chat
+      continue: true
+      routes:
+        - matchers: ['team="gpu"']
+          receiver: gpu-team
+    - matchers: ['severity="critical"']
+      receiver: pager
+receivers:
+  - {name: default, webhook_configs: [{url: 'http://localhost:5001/'}]}
+  - {name: pager, webhook_configs: [{url: 'http://localhost:5002/'}]}
+  - {name: chat, webhook_configs: [{url: 'http://localhost:5003/'}]}
+  - {name: gpu-team, webhook_configs: [{url: 'http://localhost:5004/'}]}
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn sibling_routes_with_the_same_matchers_each_notify_their_receiver() {
+    let got = Timeline::new(SIBLINGS)
+        .push(secs(0), vec![alert(&[("alertname", "GpuDown"), ("severity", "critical")], None)])
+        .push(secs(10), vec![alert(&[("alertname", "XidError"), ("severity", "critical"), ("team", "gpu")], None)])
+        .run(secs(60))
+        .await;
+    // Each route keeps its own aggregation group (Alertmanager keys groups by route). The third
+    // sibling sends to `pager` again under the same group key, so the notification log dedups it.
+    expect![[r#"
+        30s chat Firing [GpuDown]
+        30s pager Firing [GpuDown]
+        40s gpu-team Firing [XidError]
+        40s pager Firing [XidError]"#]]
+    .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
+async fn silence_until_resolved_ends_when_its_alerts_resolve() {
+    let h1 = [("alertname", "Slow"), ("host", "h1")];
+    let t = Timeline::new(INHIBIT);
+    let silences = t.silences.clone();
+    let got = t
+        .push(secs(0), vec![alert(&h1, None)])
+        .push(secs(0), vec![alert(&[("alertname", "Slow"), ("host", "h2")], Some(200))])
+        .silence_until_resolved(secs(10), vec![Matcher::eq("host", "h1")])
+        .push(secs(60), vec![alert(&h1, None)])
+        .push(secs(120), vec![alert(&h1, Some(120))])
+        .push(secs(180), vec![alert(&h1, None)])
+        .run(secs(400))
+        .await;
+    // Slow@h1 is silenced while it fires (30s, 1m30s); it resolves at 2m and the silence ends then,
+    // so nothing about it goes out (its firing was never notified); it fires again at 3m and is
+    // notified after its new group's wait.
+    expect![[r#"
+        30s team Firing [Slow@h2]
+        3m30s team Firing [Slow@h1]
+        3m30s team Resolved [Slow@h2(resolved)]"#]]
+    .assert_eq(&got);
+    let s = &silences.list()[0];
+    assert!(s.until_resolved);
+    assert_eq!((s.starts_at, s.ends_at), (T0 + secs(10), T0 + secs(120)));
 }

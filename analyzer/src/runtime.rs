@@ -13,12 +13,14 @@ pub mod config;
 pub mod detectors;
 pub mod forecasts;
 mod metrics;
+pub mod multivariate;
 mod persist;
 
 pub use alerts::{Alert, AlertOut, HttpAlertOut};
 pub use config::{Config, ConfigError, Valid};
 pub use forecasts::{ForecastBoard, Forecasting};
 pub use metrics::Metrics;
+pub use multivariate::Multivariate;
 
 use crate::detect::peer::{self, PeerParams};
 use crate::detect::{Verdict, ensemble};
@@ -93,6 +95,7 @@ pub struct Analyzer {
     metrics: Metrics,
     last_checkpoint: i64,
     forecasting: Forecasting,
+    multivariate: Multivariate,
 }
 
 impl Analyzer {
@@ -123,6 +126,7 @@ impl Analyzer {
             metrics.clone(),
             cfg.forget_after,
         );
+        let multivariate = Multivariate::new(&cfg, backend.clone(), state_dir.clone(), metrics.clone());
         Analyzer {
             cfg,
             backend,
@@ -133,6 +137,7 @@ impl Analyzer {
             metrics,
             last_checkpoint: 0,
             forecasting,
+            multivariate,
         }
     }
 
@@ -140,15 +145,34 @@ impl Analyzer {
         self.board.clone()
     }
 
+    /// Hands each pool's capacity plan to `out` on its first plan and when its recommended capacity
+    /// changes (alertd's scheduler receivers).
+    pub fn with_capacity_out(mut self, out: Arc<dyn forecasts::push::CapacityOut>) -> Analyzer {
+        self.forecasting.push_capacity_to(out);
+        self
+    }
+
     /// What `/api/v1/forecasts` and `/api/v1/capacity` read.
     pub fn forecast_board(&self) -> Arc<ForecastBoard> {
         self.forecasting.board()
     }
 
+    /// Entities with a trained multivariate model, per `[[analyzer.multivariate]]` rule.
+    pub fn multivariate_models(&self) -> BTreeMap<String, usize> {
+        self.multivariate.modelled()
+    }
+
+    /// Waits for the multivariate trainings under way to end, then installs and saves their models
+    /// (the loop itself never waits: it picks them up at the first step after they end).
+    pub async fn settle(&mut self) {
+        self.multivariate.settle().await;
+    }
+
     /// The shortest rule interval or forecast step: how often [`Analyzer::run`] wakes.
     fn tick_every(&self) -> Duration {
         let rules = self.rules.iter().map(|r| r.rule.interval);
-        rules.chain(self.forecasting.tick_every()).min().unwrap_or(Duration::from_secs(10))
+        let steps = rules.chain(self.forecasting.tick_every()).chain(self.multivariate.tick_every());
+        steps.min().unwrap_or(Duration::from_secs(10))
     }
 
     /// Runs until `stop` completes, then saves the state.
@@ -195,6 +219,7 @@ impl Analyzer {
                 }
             }
         }
+        self.multivariate.tick(now, &mut writes, &mut alerts).await;
         if !writes.is_empty()
             && let Err(error) = self.backend.write(writes).await
         {

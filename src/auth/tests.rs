@@ -44,6 +44,7 @@ fn endpoints_need_their_scope() {
         ("GET", "/metrics", Some(Read)),
         ("GET", "/api/v2/alerts", Some(Read)),
         ("POST", "/api/v2/alerts", Some(Write)),
+        ("POST", "/api/v1/scheduler/capacity", Some(Write)),
         ("GET", "/api/v2/silences", Some(Read)),
         ("POST", "/api/v2/silences", Some(Admin)),
         ("DELETE", "/api/v2/silence/abc", Some(Admin)),

@@ -158,6 +158,7 @@ async function loadAlerts() {
         el("option", { value: "1h", selected: "" }, "1 hour"),
         el("option", { value: "4h" }, "4 hours"),
         el("option", { value: "24h" }, "1 day"),
+        el("option", { value: "resolved" }, "until resolved"),
       );
       const button = el("button", { class: "silence", onclick: () => silence(a.labels, choice.value) }, "Silence");
       return el(
@@ -178,7 +179,7 @@ async function loadAlerts() {
             "li",
             { class: "labels", "data-silence": s.id },
             s.matchers.map((m) => `${m.name}${m.isEqual === false ? "!" : ""}${m.isRegex ? "=~" : "="}"${m.value}"`).join(", "),
-            ` until ${time(s.endsAt)} (${s.createdBy})`,
+            s.untilResolved ? ` until resolved (${s.createdBy})` : ` until ${time(s.endsAt)} (${s.createdBy})`,
           ),
         )
       : [el("li", { class: "muted" }, "none")]),
@@ -190,13 +191,20 @@ const DURATIONS = { "30m": 30 * 60e3, "1h": 3600e3, "4h": 4 * 3600e3, "24h": 24 
 async function silence(labels, duration) {
   const now = Date.now();
   const matchers = Object.entries(labels).map(([name, value]) => ({ name, value, isRegex: false, isEqual: true }));
+  // "until resolved": alertd ends the silence once the alert has resolved.
+  const body =
+    duration === "resolved"
+      ? { untilResolved: true, comment: "silenced until resolved from the status page" }
+      : {
+          endsAt: new Date(now + (DURATIONS[duration] || 3600e3)).toISOString(),
+          comment: `silenced for ${duration} from the status page`,
+        };
   try {
     await postJson("/api/v2/silences", {
       matchers,
       startsAt: new Date(now).toISOString(),
-      endsAt: new Date(now + (DURATIONS[duration] || 3600e3)).toISOString(),
       createdBy: "status page",
-      comment: `silenced for ${duration} from the status page`,
+      ...body,
     });
     await refresh();
   } catch (e) {

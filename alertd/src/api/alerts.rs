@@ -176,7 +176,7 @@ pub async fn get_groups(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<J
         if !alerts.is_empty() {
             let group =
                 AlertGroup { labels: kv(&g.labels), receiver: Receiver { name: g.opts.receiver.clone() }, alerts };
-            out.push((g.key.clone(), group));
+            out.push((g.id.clone(), group));
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -279,7 +279,9 @@ pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
     Json(Status {
         cluster: ClusterStatus { name: String::new(), status: "disabled", peers: Vec::new() },
         version_info: version,
-        config: ConfigText { original: crate::config::mask::masked(&s.config_text) },
+        config: ConfigText {
+            original: crate::config::mask::masked(&s.config_text.read().unwrap_or_else(|e| e.into_inner())),
+        },
         uptime: s.started,
     })
 }

@@ -1,5 +1,6 @@
 //! alertd's history API, in the Prometheus API's envelope (`{"status": "success", "data": …}`):
-//! `GET /api/v1/incidents`, `GET /api/v1/notifications`, `POST /api/v1/incidents/{id}/ack`.
+//! `GET /api/v1/incidents`, `GET /api/v1/notifications`, `POST /api/v1/incidents/{id}/ack`,
+//! `POST /api/v1/incidents/{id}/silence`.
 
 use super::openapi::{HISTORY_TAG, HistoryErrors};
 use super::{ApiError, Params, State};
@@ -26,7 +27,7 @@ pub struct Success<T> {
     data: T,
 }
 
-fn ok<T>(data: T) -> Json<Success<T>> {
+pub(super) fn ok<T>(data: T) -> Json<Success<T>> {
     Json(Success { status: "success", data })
 }
 
@@ -127,6 +128,11 @@ struct AckBody {
     comment: String,
 }
 
+/// An incident id from the path, or a 400 naming it.
+fn incident_id(id: &str) -> Result<i64, ApiError> {
+    id.parse().map_err(|_| ApiError::BadRequest(format!("incident id {id:?} is not a number")))
+}
+
 /// `POST /api/v1/incidents/{id}/ack` with an optional body `{"by": …, "comment": …}`: records the
 /// acknowledgement (the first one stands), stops the incident's escalations, and answers the incident.
 #[utoipa::path(post, path = "/api/v1/incidents/{id}/ack", tag = HISTORY_TAG,
@@ -141,7 +147,7 @@ pub async fn ack_incident(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Success<IncidentRow>>, V1Error> {
-    let id: i64 = id.parse().map_err(|_| ApiError::BadRequest(format!("incident id {id:?} is not a number")))?;
+    let id = incident_id(&id)?;
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
     let b: AckBody = if body.iter().all(u8::is_ascii_whitespace) {
         AckBody::default()
@@ -162,4 +168,78 @@ pub async fn ack_incident(
         }
         None => Err(ApiError::NotFound(format!("incident {id} not found")).into()),
     }
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct SilenceBody {
+    /// `resolved`: the only kind, a silence that ends when the incident's alerts have resolved.
+    until: String,
+    comment: String,
+    #[serde(rename = "createdBy")]
+    created_by: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct IncidentSilence {
+    #[serde(rename = "silenceID")]
+    silence_id: String,
+    /// The matchers chosen for the incident's alerts, as Alertmanager's API writes them.
+    matchers: Vec<crate::silence::WireMatcher>,
+    #[serde(rename = "endsAt")]
+    ends_at: Timestamp,
+}
+
+/// `POST /api/v1/incidents/{id}/silence` with `{"until": "resolved", "comment": …, "createdBy": …}`:
+/// silences the incident's alerts until they have all resolved (and any alert the silence matches
+/// since), at most `argus.silence_until_resolved_max`. The silence is an ordinary one in
+/// `/api/v2/silences` (with `untilResolved: true`), so it can be expired early there.
+#[utoipa::path(post, path = "/api/v1/incidents/{id}/silence", tag = HISTORY_TAG,
+    params(("id" = i64, Path, description = "The incident's `id`")),
+    request_body(content = SilenceBody, description = "Until what, who, and why"),
+    responses((status = 200, description = "The silence made", body = Success<IncidentSilence>),
+        (status = 404, description = "No incident has this id, or it is over (`not_found`)", body = PromError),
+        (status = 413, description = "A body larger than `alertd.max_body_bytes` (`bad_data`)", body = PromError),
+        HistoryErrors))]
+pub async fn silence_incident(
+    Ext(s): Ext<State>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Success<IncidentSilence>>, V1Error> {
+    let id = incident_id(&id)?;
+    let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
+    let b: SilenceBody = serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("silence: {e}")))?;
+    if b.until != "resolved" {
+        return Err(ApiError::BadRequest(format!(
+            "silence: until: {:?} is not supported (only \"resolved\")",
+            b.until
+        ))
+        .into());
+    }
+    if b.created_by.is_empty() || b.comment.is_empty() {
+        return Err(ApiError::BadRequest("silence: createdBy and comment are required".into()).into());
+    }
+    let Some(row) = s.db.incident(id)? else {
+        return Err(ApiError::NotFound(format!("incident {id} not found")).into());
+    };
+    let now = s.engine.now();
+    let (matchers, max) = {
+        let e = s.engine.lock();
+        let matchers = u64::try_from(row.engine_id).ok().and_then(|n| e.incident_matchers(n, row.opened_at, now));
+        (matchers, e.config().silence_until_resolved_max)
+    };
+    let Some(matchers) = matchers else {
+        return Err(ApiError::NotFound(format!("incident {id} has no firing alerts held by this alertd")).into());
+    };
+    let comment = format!("{} (incident {id}, until resolved)", b.comment);
+    let silence = crate::silence::Silence::until_resolved(matchers, b.created_by, comment, now, max);
+    let out = IncidentSilence {
+        silence_id: silence.id.clone(),
+        matchers: silence.matchers.iter().map(crate::silence::WireMatcher::from_matcher).collect(),
+        ends_at: silence.ends_at,
+    };
+    s.silences.set(silence).map_err(ApiError::from)?;
+    tracing::info!(incident = id, silence = %out.silence_id, "Incident silenced until resolved");
+    s.engine.changed();
+    Ok(ok(out))
 }

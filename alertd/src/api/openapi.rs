@@ -13,6 +13,7 @@ use utoipa::{IntoResponses, OpenApi, ToSchema};
 
 pub(super) const AM_TAG: &str = "alertmanager";
 pub(super) const HISTORY_TAG: &str = "incidents";
+pub(super) const SCHEDULER_TAG: &str = "scheduler";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -28,11 +29,15 @@ pub(super) const HISTORY_TAG: &str = "incidents";
         super::silences::delete_silence,
         super::history::get_incidents,
         super::history::ack_incident,
+        super::history::silence_incident,
         super::history::get_notifications,
+        super::reload::post_reload,
+        super::capacity::post_capacity,
     ),
     tags(
         (name = AM_TAG, description = "Alertmanager's API v2: alerts, groups, silences, status, receivers"),
         (name = HISTORY_TAG, description = "alertd's history: incidents (with acknowledgement) and notifications"),
+        (name = SCHEDULER_TAG, description = "Capacity plans for the scheduler receivers"),
     ),
 )]
 struct AlertdApi;
@@ -87,6 +92,9 @@ pub struct GettableSilenceSchema {
     #[serde(rename = "createdBy")]
     created_by: String,
     comment: String,
+    /// alertd's own, present only when true: a silence until resolved.
+    #[serde(rename = "untilResolved")]
+    until_resolved: Option<bool>,
     status: SilenceStatus,
     #[serde(rename = "updatedAt")]
     updated_at: Timestamp,

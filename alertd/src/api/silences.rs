@@ -3,7 +3,7 @@
 use super::openapi::{AM_TAG, AmError, AmErrors, GettableSilenceSchema};
 use super::{ApiError, Params, State, filters};
 use crate::alert::valid_label_name;
-use crate::silence::{Silence, SilenceState, WireMatcher};
+use crate::silence::{Silence, SilenceState, WireMatcher, new_id};
 use crate::time::Timestamp;
 use axum::Json;
 use axum::body::Bytes;
@@ -11,7 +11,6 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State as Ext};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::hash::{BuildHasher, Hasher};
 
 /// `postableSilence`; with its id set, the body of a `gettableSilence` too.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -22,11 +21,20 @@ pub struct PostableSilence {
     pub matchers: Vec<WireMatcher>,
     #[serde(rename = "startsAt")]
     pub starts_at: Timestamp,
-    #[serde(rename = "endsAt")]
+    #[serde(rename = "endsAt", default = "unset")]
     pub ends_at: Timestamp,
     #[serde(rename = "createdBy")]
     pub created_by: String,
     pub comment: String,
+    /// alertd's own: silence until every alert the silence matches has resolved, with `endsAt` (or,
+    /// when it is left out, `argus.silence_until_resolved_max` from now) bounding its lifetime.
+    /// Absent from ordinary silences, so Alertmanager's clients see its shape unchanged.
+    #[serde(rename = "untilResolved", default, skip_serializing_if = "std::ops::Not::not")]
+    pub until_resolved: bool,
+}
+
+fn unset() -> Timestamp {
+    Timestamp::ZERO
 }
 
 /// `gettableSilence`.
@@ -53,6 +61,7 @@ fn gettable(s: &Silence, now: Timestamp) -> GettableSilence {
             ends_at: s.ends_at,
             created_by: s.created_by.clone(),
             comment: s.comment.clone(),
+            until_resolved: s.until_resolved,
         },
         status: SilenceStatus { state: s.state(now) },
         updated_at: s.updated_at,
@@ -132,7 +141,23 @@ pub async fn post_silence(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection
     let p: PostableSilence =
         serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("silence: {e}")))?;
     let now = s.engine.now();
+    let mut p = p;
+    if p.until_resolved {
+        let max = s.engine.lock().config().silence_until_resolved_max;
+        let bound = now + max;
+        if p.ends_at.is_zero() || p.ends_at > bound {
+            p.ends_at = bound;
+        }
+    }
     let mut new = validate(p, now)?;
+    if new.until_resolved {
+        let e = s.engine.lock();
+        if !e.firing_matches(&new.matchers, now) {
+            return Err(ApiError::BadRequest(
+                "silence: untilResolved needs at least one firing alert that the matchers match".into(),
+            ));
+        }
+    }
     let old = if new.id.is_empty() {
         None
     } else {
@@ -206,32 +231,6 @@ fn validate(p: PostableSilence, now: Timestamp) -> Result<Silence, ApiError> {
         updated_at: now,
         created_by: p.created_by,
         comment: p.comment,
+        until_resolved: p.until_resolved,
     })
-}
-
-/// A random version 4 UUID, the form Alertmanager's silence ids take (`amtool` prints them).
-fn new_id() -> String {
-    // RandomState is seeded from the OS once per thread and stepped for every instance, so two
-    // calls never share a key; the time and a counter vary the input as well.
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let half = |salt: u64| {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(salt);
-        h.write_u64(n);
-        h.write_u128(t);
-        h.finish()
-    };
-    let (hi, lo) = (half(1), half(2));
-    let hi = (hi & 0xffff_ffff_ffff_0fff) | 0x4000;
-    let lo = (lo & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        hi >> 32,
-        (hi >> 16) & 0xffff,
-        hi & 0xffff,
-        lo >> 48,
-        lo & 0xffff_ffff_ffff
-    )
 }

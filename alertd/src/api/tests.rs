@@ -58,7 +58,8 @@ fn api_with_limits(config: &str, max_body_bytes: usize, max_alerts: usize, max_l
         engine: Shared::new(engine, TokioClock::starting_at(T0)),
         silences,
         db,
-        config_text: config.to_string(),
+        config_text: Arc::new(std::sync::RwLock::new(config.to_string())),
+        reload: None,
         started: T0,
         max_body_bytes,
         max_alerts_per_request: max_alerts,
@@ -387,5 +388,54 @@ async fn notifications_and_incidents_are_recorded_and_acknowledged() {
     assert_eq!(a.get("/api/v1/notifications?receiver=pager").await["data"], json!([]));
     let (status, v) = a.call(Method::GET, "/api/v1/notifications?start=soon", Body::empty()).await;
     assert_eq!((status, v["errorType"].as_str()), (400, Some("bad_data")));
+    timers.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_incident_silenced_until_resolved_is_unsilenced_when_it_resolves() {
+    let a = api(CONFIG, DEFAULT_MAX_BODY_BYTES);
+    let timers = tokio::spawn(crate::runner::run_shared(a.state.engine.clone()));
+    let alerts = json!([{"labels": {"alertname": "GpuHot", "host": "h2"}}]);
+    assert_eq!(a.post("/api/v2/alerts", alerts).await.0, 200);
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    let id = a.get("/api/v1/incidents").await["data"][0]["id"].as_i64().unwrap();
+    let body = json!({"until": "resolved", "comment": "known", "createdBy": "ana"});
+    let (status, v) = a.post(&format!("/api/v1/incidents/{id}/silence"), body.clone()).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["data"]["endsAt"], "2020-09-20T12:27:11Z", "7 days by default");
+    let sid = v["data"]["silenceID"].as_str().unwrap().to_string();
+    let listed = a.get("/api/v2/silences").await;
+    let s = &listed[0];
+    assert_eq!((s["id"].as_str(), s["untilResolved"].as_bool()), (Some(sid.as_str()), Some(true)));
+    assert_eq!(s["comment"], format!("known (incident {id}, until resolved)"));
+    assert_eq!(s["status"]["state"], "active");
+    assert_eq!(
+        s["matchers"],
+        json!([
+            {"name": "alertname", "value": "GpuHot", "isRegex": false, "isEqual": true},
+            {"name": "host", "value": "h2", "isRegex": true, "isEqual": true}
+        ])
+    );
+    // Ordinary silences keep Alertmanager's shape.
+    let (status, v) = a.post("/api/v2/silences", silence(json!({}))).await;
+    assert_eq!(status, 200);
+    let plain = a.get(&format!("/api/v2/silence/{}", v["silenceID"].as_str().unwrap())).await;
+    assert!(plain.get("untilResolved").is_none(), "{plain}");
+
+    let resolved = json!([{"labels": {"alertname": "GpuHot", "host": "h2"}, "endsAt": "2020-09-13T12:27:00Z"}]);
+    assert_eq!(a.post("/api/v2/alerts", resolved).await.0, 200);
+    let s = a.get(&format!("/api/v2/silence/{sid}")).await;
+    assert_eq!((s["status"]["state"].as_str(), s["endsAt"].as_str()), (Some("expired"), Some("2020-09-13T12:27:11Z")));
+
+    // Nothing fires now: neither form makes a silence that would end at once.
+    let (status, v) = a.post(&format!("/api/v1/incidents/{id}/silence"), body).await;
+    assert_eq!((status, v["errorType"].as_str()), (404, Some("not_found")), "{v}");
+    let mut body = silence(json!({"untilResolved": true}));
+    body.as_object_mut().unwrap().remove("endsAt");
+    let (status, v) = a.post("/api/v2/silences", body).await;
+    assert_eq!(status, 400, "{v}");
+    assert!(v.as_str().unwrap().contains("untilResolved needs at least one firing alert"), "{v}");
+    let bad = json!({"until": "tomorrow", "comment": "x", "createdBy": "y"});
+    assert_eq!(a.post(&format!("/api/v1/incidents/{id}/silence"), bad).await.0, 400);
     timers.abort();
 }

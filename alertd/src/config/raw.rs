@@ -132,7 +132,87 @@ pub struct Receiver {
     pub feishu_configs: Vec<Robot>,
     #[serde(default)]
     pub wecom_configs: Vec<Robot>,
+    /// alertd's own receiver: capacity plans, critical events and remediation for a scheduler.
+    #[serde(default)]
+    pub scheduler_configs: Vec<Scheduler>,
     pub argus: Option<ReceiverArgus>,
+}
+
+/// `scheduler_configs[]` (alertd's own): a scheduler endpoint that takes critical events and
+/// capacity plans as signed JSON, and the remediation alertd may carry out for it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scheduler {
+    pub url: Option<String>,
+    pub hmac_secret: Option<String>,
+    pub hmac_secret_file: Option<String>,
+    pub signature_header: Option<String>,
+    pub http_config: Option<SchedulerHttp>,
+    /// `critical` (alerts routed to the receiver), `capacity` (the analyzer's plans); default both.
+    pub events: Option<Vec<String>>,
+    pub send_resolved: Option<bool>,
+    pub timeout: Option<String>,
+    pub remediation: Option<Remediation>,
+}
+
+/// `scheduler_configs[].http_config`: the part of Alertmanager's `http_config` a scheduler needs.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerHttp {
+    pub authorization: Option<Authorization>,
+    pub tls_config: Option<CaOnly>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Authorization {
+    /// Default `Bearer`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub credentials: Option<String>,
+    pub credentials_file: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaOnly {
+    pub ca_file: Option<String>,
+}
+
+/// `scheduler_configs[].remediation`: cordoning nodes with GPU faults. Off unless a target is set
+/// and `enabled: true`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Remediation {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub dry_run: bool,
+    /// The label naming the node; default `node`, then `host`, then `instance` without its port.
+    pub node_label: Option<String>,
+    pub kubernetes: Option<Kubernetes>,
+    pub slurm: Option<Slurm>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kubernetes {
+    /// Default: in-cluster (`https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`).
+    pub api_url: Option<String>,
+    pub bearer_token_file: Option<String>,
+    pub ca_file: Option<String>,
+    /// `taint` (default) or `condition`.
+    pub action: Option<String>,
+    pub taint_key: Option<String>,
+    pub taint_effect: Option<String>,
+    pub timeout: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slurm {
+    pub scontrol: Option<String>,
+    pub timeout: Option<String>,
 }
 
 /// `receivers[].argus:` — storm control.
@@ -318,6 +398,8 @@ pub struct Argus {
     #[serde(default)]
     pub escalation: Vec<Escalation>,
     pub rules: Option<Rules>,
+    /// The longest a silence until resolved lasts when its alerts never resolve (default 7d).
+    pub silence_until_resolved_max: Option<String>,
 }
 
 /// `argus.escalation[]`: an unacknowledged incident notified to another receiver after a delay.

@@ -96,8 +96,12 @@ fn bad_input_names_line_and_field() {
     check(
         &format!("route:\n  receiver: r\n{r}argus:\n  storm: {{}}\n"),
         expect![
-            "alertd.yml:7: argus: unknown field `storm`, expected one of `external_url`, `flap`, `correlation`, `escalation`, `rules`"
+            "alertd.yml:7: argus: unknown field `storm`, expected one of `external_url`, `flap`, `correlation`, `escalation`, `rules`, `silence_until_resolved_max`"
         ],
+    );
+    check(
+        &format!("route:\n  receiver: r\n{r}argus:\n  silence_until_resolved_max: 0s\n"),
+        expect!["alertd.yml:7: argus.silence_until_resolved_max: must be greater than 0"],
     );
     check(
         "route:\n  receiver: r\n  group_by: host\n",

@@ -3,7 +3,7 @@
 //! no positions after deserialisation).
 
 use super::raw;
-use super::{Config, ConfigError, RulesConfig, duration, im, matchers};
+use super::{Config, ConfigError, RulesConfig, duration, im, matchers, scheduler};
 use crate::deliver::template::BodyTemplate;
 use crate::deliver::webhook::SIGNATURE_HEADER;
 use crate::escalate::EscalationRule;
@@ -34,6 +34,15 @@ impl Ctx<'_> {
             line: line_of(self.src, needle),
             field: field.into(),
             reason: reason.into(),
+        }
+    }
+
+    /// A path as written, relative paths read from the configuration file's directory.
+    pub(super) fn path(&self, p: &str) -> PathBuf {
+        let f = PathBuf::from(p);
+        match std::path::Path::new(self.file).parent() {
+            Some(dir) if f.is_relative() => dir.join(f),
+            _ => f,
         }
     }
 
@@ -197,6 +206,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         }
         let mut receiver = Receiver { name: r.name.clone(), webhooks, ..Receiver::default() };
         im::receivers(&c, r, &field, &mut receiver)?;
+        scheduler::receivers(&c, r, &field, &mut receiver)?;
         if receivers.insert(r.name.clone(), receiver).is_some() {
             return Err(c.err(format!("{field}name"), &r.name, format!("receiver {:?} is defined twice", r.name)));
         }
@@ -331,6 +341,16 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         }
     };
 
+    let silence_until_resolved_max = c.duration(
+        "argus.silence_until_resolved_max",
+        "silence_until_resolved_max",
+        &argus.silence_until_resolved_max,
+        super::DEFAULT_SILENCE_UNTIL_RESOLVED_MAX,
+    )?;
+    if silence_until_resolved_max.is_zero() {
+        return Err(c.err("argus.silence_until_resolved_max", "silence_until_resolved_max", "must be greater than 0"));
+    }
+
     Ok(Config {
         ca_file: ca_file(&c, g.http_config.as_ref())?,
         resolve_timeout,
@@ -343,6 +363,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         correlation,
         escalation,
         rules,
+        silence_until_resolved_max,
     })
 }
 
@@ -472,7 +493,7 @@ fn build_route(
     c: &Ctx,
     r: &raw::Route,
     field: &str,
-    parent_key: Option<&str>,
+    parent_route: Option<&Route>,
     parent: &RouteOpts,
     receivers: &BTreeMap<String, Receiver>,
     intervals: &BTreeMap<String, Vec<TimeInterval>>,
@@ -539,18 +560,11 @@ fn build_route(
     if opts.repeat_interval.is_zero() {
         return Err(c.err(format!("{field}.repeat_interval"), "repeat_interval", "must be greater than 0"));
     }
-    let mut node = Route::new(parent_key, matchers, r.continue_, opts);
+    let mut node = Route::new(parent_route, matchers, r.continue_, opts);
     for (i, child) in r.routes.iter().enumerate() {
-        let key = node.key.clone();
-        node.routes.push(build_route(
-            c,
-            child,
-            &format!("{field}.routes[{i}]"),
-            Some(&key),
-            &node.opts,
-            receivers,
-            intervals,
-        )?);
+        let child =
+            build_route(c, child, &format!("{field}.routes[{i}]"), Some(&node), &node.opts, receivers, intervals)?;
+        node.add_child(child);
     }
     Ok(node)
 }

@@ -270,4 +270,8 @@ impl Notifier for HistoryNotifier {
         }
         Ok(())
     }
+
+    fn gc(&self, now: Timestamp, retention: std::time::Duration) {
+        self.inner.gc(now, retention);
+    }
 }

@@ -25,7 +25,8 @@ impl DbSilences {
         let rows = {
             let conn = db.conn();
             let mut st = conn.prepare(
-                "SELECT id, matchers, starts_at, ends_at, updated_at, created_by, comment FROM silences ORDER BY id",
+                "SELECT id, matchers, starts_at, ends_at, updated_at, created_by, comment, until_resolved FROM silences \
+                 ORDER BY id",
             )?;
             st.query_map([], |r| {
                 Ok((
@@ -36,12 +37,13 @@ impl DbSilences {
                     r.get::<_, i64>(4)?,
                     r.get::<_, String>(5)?,
                     r.get::<_, String>(6)?,
+                    r.get::<_, bool>(7)?,
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?
         };
         let mut silences = Vec::with_capacity(rows.len());
-        for (id, matchers, starts, ends, updated, created_by, comment) in rows {
+        for (id, matchers, starts, ends, updated, created_by, comment, until_resolved) in rows {
             let corrupt = |reason: String| DbError::Corrupt { what: format!("silence {id} matchers"), reason };
             let wire: Vec<WireMatcher> = serde_json::from_str(&matchers).map_err(|e| corrupt(e.to_string()))?;
             let matchers = wire
@@ -57,6 +59,7 @@ impl DbSilences {
                 updated_at: Timestamp(updated),
                 created_by,
                 comment,
+                until_resolved,
             });
         }
         Ok(DbSilences { db, cache: Mutex::new(silences) })
@@ -68,11 +71,20 @@ impl DbSilences {
         self.db
             .conn()
             .execute(
-                "INSERT INTO silences (id, matchers, starts_at, ends_at, updated_at, created_by, comment)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                "INSERT INTO silences (id, matchers, starts_at, ends_at, updated_at, created_by, comment, until_resolved)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT (id) DO UPDATE SET matchers = ?2, starts_at = ?3, ends_at = ?4, updated_at = ?5,
-                     created_by = ?6, comment = ?7",
-                params![s.id, matchers, s.starts_at.0, s.ends_at.0, s.updated_at.0, s.created_by, s.comment],
+                     created_by = ?6, comment = ?7, until_resolved = ?8",
+                params![
+                    s.id,
+                    matchers,
+                    s.starts_at.0,
+                    s.ends_at.0,
+                    s.updated_at.0,
+                    s.created_by,
+                    s.comment,
+                    s.until_resolved
+                ],
             )
             .map_err(|e| StoreError(format!("writing silence {}: {e}", s.id)))?;
         Ok(())

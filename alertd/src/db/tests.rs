@@ -4,7 +4,7 @@ use crate::engine::Engine;
 use crate::notify::{Notifier, Recorder};
 use crate::silence::{Silence, Silences};
 use crate::time::Timestamp;
-use argus_model::Matcher;
+use argus_model::{Labels, Matcher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,6 +71,7 @@ fn silence_survives_a_restart_and_still_mutes() {
                 updated_at: T0,
                 created_by: "ops".into(),
                 comment: "maintenance".into(),
+                until_resolved: false,
             })
             .unwrap();
         // An expired one stays expired.
@@ -83,6 +84,7 @@ fn silence_survives_a_restart_and_still_mutes() {
                 updated_at: T0,
                 created_by: "ops".into(),
                 comment: String::new(),
+                until_resolved: true,
             })
             .unwrap();
         assert!(silences.expire("s2", at(1)).unwrap());
@@ -90,9 +92,12 @@ fn silence_survives_a_restart_and_still_mutes() {
     }
     let rec = Arc::new(Recorder::default());
     let (mut e, silences) = engine(dir.path(), rec.clone());
-    let mut ids: Vec<_> = silences.list().into_iter().map(|s| (s.id, s.ends_at, s.comment)).collect();
+    let mut ids: Vec<_> = silences.list().into_iter().map(|s| (s.id, s.ends_at, s.comment, s.until_resolved)).collect();
     ids.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(ids, vec![("s1".into(), at(3600), "maintenance".into()), ("s2".into(), at(1), String::new())]);
+    assert_eq!(
+        ids,
+        vec![("s1".into(), at(3600), "maintenance".into(), false), ("s2".into(), at(1), String::new(), true)]
+    );
     let sent = run(&mut e, &rec, at(10), vec![alert("Muted", "h1"), alert("Loud", "h2")], at(60));
     assert_eq!(sent, vec!["Loud"]);
     // Expired silences are kept 120 hours, then forgotten, on disk too.
@@ -170,4 +175,84 @@ fn alert_history_keeps_one_row_per_start_and_follows_updates() {
         st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().collect::<Result<_, _>>().unwrap();
     let labels = r#"{"alertname":"A","host":"h1"}"#.to_string();
     assert_eq!(rows, vec![(at(0).0, at(60).0, labels.clone()), (at(600).0, at(900).0, labels)]);
+}
+
+#[test]
+fn a_version_1_database_gains_silences_until_resolved() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let conn = rusqlite::Connection::open(dir.path().join(FILE_NAME)).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE silences (id TEXT PRIMARY KEY, matchers TEXT NOT NULL, starts_at INTEGER NOT NULL,
+                 ends_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, created_by TEXT NOT NULL, comment TEXT NOT NULL);
+             INSERT INTO silences VALUES ('old', '[{\"name\":\"host\",\"value\":\"h1\",\"isRegex\":false}]',
+                 1, 2, 1, 'ops', 'kept');
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let db = Arc::new(Db::open(dir.path()).unwrap());
+    let silences = DbSilences::load(db.clone()).unwrap();
+    let old = &silences.list()[0];
+    assert_eq!((old.id.as_str(), old.comment.as_str(), old.until_resolved), ("old", "kept", false));
+    let mut new = old.clone();
+    new.id = "new".into();
+    new.until_resolved = true;
+    silences.set(new).unwrap();
+    drop(silences);
+    drop(db);
+    let db = Arc::new(Db::open(dir.path()).unwrap());
+    let again = DbSilences::load(db).unwrap().list();
+    assert_eq!(
+        again.iter().map(|s| (s.id.as_str(), s.until_resolved)).collect::<Vec<_>>(),
+        [("new", true), ("old", false)]
+    );
+}
+
+#[test]
+fn a_log_written_before_groups_were_kept_per_route_still_dedups() {
+    // Before, sibling routes with the same matchers shared one group, and only the first one's
+    // receiver was notified and logged, under the route key. That row, as such a version left it:
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path()).unwrap();
+        db.conn()
+            .execute(
+                "INSERT INTO nflog (group_key, recipient, firing, resolved, timestamp) VALUES (?1, ?2, ?3, '[]', ?4)",
+                rusqlite::params![
+                    r#"{}/{host="h1"}:{alertname="A"}"#,
+                    "team/webhook/0",
+                    format!(
+                        "[\"{}\"]",
+                        crate::alert::fingerprint(&Labels::from_pairs([("alertname", "A"), ("host", "h1")]))
+                    ),
+                    at(30).0
+                ],
+            )
+            .unwrap();
+    }
+    let config = r#"
+route:
+  receiver: team
+  group_by: [alertname]
+  group_wait: 30s
+  group_interval: 5m
+  repeat_interval: 1h
+  routes:
+    - {matchers: ['host="h1"'], receiver: team, continue: true}
+    - {matchers: ['host="h1"'], receiver: pager}
+receivers:
+  - {name: team, webhook_configs: [{url: 'http://localhost:5001/'}]}
+  - {name: pager, webhook_configs: [{url: 'http://localhost:5002/'}]}
+"#;
+    let db = Arc::new(Db::open(dir.path()).unwrap());
+    let nflog = Arc::new(DbLog::load(db.clone()).unwrap());
+    let silences = Arc::new(DbSilences::load(db).unwrap());
+    let rec = Arc::new(Recorder::default());
+    let mut e = Engine::new(crate::config::parse(config, "t.yml").unwrap(), silences, nflog, rec.clone());
+    e.post(at(120), vec![alert("A", "h1")]).unwrap();
+    e.advance(at(400));
+    // The first sibling's group has the key the row was written under: `team` is not told again;
+    // the second sibling's receiver, never told, now is.
+    assert_eq!(rec.take().iter().map(|n| n.receiver.clone()).collect::<Vec<_>>(), ["pager"]);
 }

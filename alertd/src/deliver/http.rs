@@ -57,7 +57,7 @@ impl HttpTarget {
 }
 
 /// reqwest's errors print the URL, which may hold a token: it is cut off before anything is kept.
-fn classify(e: reqwest::Error) -> DeliverError {
+pub(super) fn classify(e: reqwest::Error) -> DeliverError {
     let timeout = e.is_timeout();
     let connect = e.is_connect();
     let e = e.without_url();

@@ -19,6 +19,9 @@ pub const ALERTS: &str = "ALERTS";
 /// The series holding each active alert's `activeAt` (Unix seconds), from which `for` is restored.
 pub const ALERTS_FOR_STATE: &str = "ALERTS_FOR_STATE";
 
+/// A query result's series and value, with annotations of its own (a forecast rule's crossing).
+pub type Annotated = (Labels, f64, Vec<(String, String)>);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
     Inactive,
@@ -76,13 +79,20 @@ impl AlertingState {
     /// Takes the result of the rule's query at `ts` and moves every alert on; returns the `ALERTS`
     /// and `ALERTS_FOR_STATE` samples of the active alerts (none until restored).
     pub fn eval(&mut self, ts: Timestamp, result: &[(Labels, f64)]) -> Result<Vec<(Labels, f64)>, TemplateError> {
+        let result: Vec<Annotated> = result.iter().map(|(l, v)| (l.clone(), *v, Vec::new())).collect();
+        self.eval_annotated(ts, &result)
+    }
+
+    /// `eval`, with annotations of each series' own (a forecast rule's crossing) added to the rule's.
+    pub fn eval_annotated(&mut self, ts: Timestamp, result: &[Annotated]) -> Result<Vec<(Labels, f64)>, TemplateError> {
         let mut seen = std::collections::HashSet::with_capacity(result.len());
-        for (series, value) in result {
+        for (series, value, own) in result {
             let labels = self.alert_labels(series, *value)?;
-            let mut annotations = Vec::with_capacity(self.rule.annotations.len());
+            let mut annotations = Vec::with_capacity(self.rule.annotations.len() + own.len());
             for (k, v) in &self.rule.annotations {
                 annotations.push((k.clone(), expand(v, &labels, *value)?));
             }
+            annotations.extend(own.iter().cloned());
             let annotations = Labels::from_pairs(annotations);
             seen.insert(series.clone());
             match self.active.get_mut(series) {

@@ -40,6 +40,7 @@ pub fn group(b: &Builtins, interval: Duration) -> Option<RuleGroup> {
         rules.push(Rule::Alerting(AlertingRule {
             name: "Watchdog".into(),
             expr: "vector(1)".into(),
+            forecast: None,
             hold: Duration::ZERO,
             keep_firing_for: Duration::ZERO,
             labels: BTreeMap::from([("severity".into(), "none".into())]),
@@ -59,6 +60,7 @@ pub fn group(b: &Builtins, interval: Duration) -> Option<RuleGroup> {
         rules.push(Rule::Alerting(AlertingRule {
             name: "HostDown".into(),
             expr: format!("time() - max by (host) (last_over_time({LAST_SEEN}[{FORGET_AFTER}])) > {after}"),
+            forecast: None,
             hold: Duration::ZERO,
             keep_firing_for: Duration::ZERO,
             labels: BTreeMap::from([("severity".into(), "critical".into())]),

@@ -1,6 +1,6 @@
-//! Prometheus rule files (`groups:` of `alert:` and `record:` rules): parsed with unknown keys refused,
-//! then validated — names, durations, label names, templates, and each `expr` with the store's PromQL
-//! parser. Errors are `file:line: field: reason`.
+//! Prometheus rule files (`groups:` of `alert:` and `record:` rules, and Argus' `forecast:` rules):
+//! parsed with unknown keys refused, then validated — names, durations, label names, templates, and
+//! each `expr` (and forecast `limit`) with the store's PromQL parser. Errors are `file:line: field: reason`.
 
 use super::{AlertingRule, DEFAULT_INTERVAL, RecordingRule, Rule, RuleGroup, template};
 use crate::alert::valid_label_name;
@@ -31,7 +31,14 @@ struct RawGroup {
 struct RawRule {
     record: Option<String>,
     alert: Option<String>,
-    expr: String,
+    /// Argus' forecast-band rule: its alert name.
+    forecast: Option<String>,
+    #[serde(default)]
+    expr: Option<String>,
+    metric: Option<String>,
+    limit: Option<serde_norway::Value>,
+    band: Option<String>,
+    direction: Option<String>,
     #[serde(rename = "for")]
     hold: Option<String>,
     keep_firing_for: Option<String>,
@@ -88,14 +95,31 @@ pub fn parse(src: &str, file: &str) -> Result<Vec<RuleGroup>, ConfigError> {
 }
 
 fn rule(r: RawRule, at: &str, err: &impl Fn(String, &str, String) -> ConfigError) -> Result<Rule, ConfigError> {
-    let expr_line = format!("expr: {}", r.expr);
+    if let Some(name) = &r.forecast {
+        return forecast_rule(name.clone(), r, at, err);
+    }
+    for (key, set) in [("metric", r.metric.is_some()), ("limit", r.limit.is_some())]
+        .into_iter()
+        .chain([("band", r.band.is_some()), ("direction", r.direction.is_some())])
+    {
+        if set {
+            return Err(err(format!("{at}.{key}"), &format!("{key}:"), "only allowed in a forecast rule".into()));
+        }
+    }
+    let expr = r.expr.clone().unwrap_or_default();
+    let expr_line = format!("expr: {expr}");
     let name = match (&r.alert, &r.record) {
         (Some(a), None) => a.as_str(),
         (None, Some(rec)) => rec.as_str(),
         (Some(a), Some(_)) => return Err(err(at.to_string(), a, "only one of `alert` and `record` may be set".into())),
-        (None, None) => return Err(err(at.to_string(), &expr_line, "one of `alert` or `record` must be set".into())),
+        (None, None) => {
+            return Err(err(at.to_string(), &expr_line, "one of `alert`, `record` or `forecast` must be set".into()));
+        }
     };
-    if let Err(e) = argus_store::query::check(&r.expr) {
+    if r.expr.is_none() {
+        return Err(err(format!("{at}.expr"), name, "missing field `expr`".into()));
+    }
+    if let Err(e) = argus_store::query::check(&expr) {
         // The store words it for its HTTP API; here the field says what was wrong.
         let msg = e.to_string();
         let msg = msg.strip_prefix("invalid parameter \"query\": ").unwrap_or(&msg).to_string();
@@ -122,7 +146,7 @@ fn rule(r: RawRule, at: &str, err: &impl Fn(String, &str, String) -> ConfigError
         if let Some((key, _)) = extra.into_iter().find(|(_, set)| *set) {
             return Err(err(format!("{at}.{key}"), key, "not allowed in a recording rule".into()));
         }
-        return Ok(Rule::Recording(RecordingRule { record: name.to_string(), expr: r.expr, labels: r.labels }));
+        return Ok(Rule::Recording(RecordingRule { record: name.to_string(), expr, labels: r.labels }));
     }
     if name.is_empty() {
         return Err(err(format!("{at}.alert"), "alert:", "must not be empty".into()));
@@ -134,7 +158,81 @@ fn rule(r: RawRule, at: &str, err: &impl Fn(String, &str, String) -> ConfigError
         name: name.to_string(),
         hold: dur("for", &r.hold)?,
         keep_firing_for: dur("keep_firing_for", &r.keep_firing_for)?,
-        expr: r.expr,
+        expr,
+        forecast: None,
+        labels: r.labels,
+        annotations: r.annotations,
+    }))
+}
+
+/// `- forecast: NAME` with `metric`, `limit`, `band` (`upper`, `lower`, `point`; by default the side
+/// `direction` looks at), `direction` (`above`, the default, or `below`), `for`, `keep_firing_for`,
+/// labels and annotations, as an alerting rule.
+fn forecast_rule(
+    name: String,
+    r: RawRule,
+    at: &str,
+    err: &impl Fn(String, &str, String) -> ConfigError,
+) -> Result<Rule, ConfigError> {
+    use super::forecast::{Band, Direction, ForecastSpec};
+    let needle = format!("forecast: {name}");
+    if r.alert.is_some() || r.record.is_some() || r.expr.is_some() {
+        let reason = "`forecast` takes no `alert`, `record` or `expr`: it compares the forecast with `limit`".into();
+        return Err(err(at.to_string(), &needle, reason));
+    }
+    if name.is_empty() {
+        return Err(err(format!("{at}.forecast"), "forecast:", "must not be empty".into()));
+    }
+    let metric = match r.metric {
+        Some(m) if !m.is_empty() => m,
+        _ => return Err(err(format!("{at}.metric"), &needle, "required: the forecast series' `metric` label".into())),
+    };
+    let limit = match &r.limit {
+        Some(serde_norway::Value::Number(n)) => n.to_string(),
+        Some(serde_norway::Value::String(s)) => s.clone(),
+        Some(_) => return Err(err(format!("{at}.limit"), "limit:", "must be a number or a PromQL expression".into())),
+        None => return Err(err(format!("{at}.limit"), &needle, "required: a number or a PromQL expression".into())),
+    };
+    if let Err(e) = argus_store::query::check(&limit) {
+        let msg = e.to_string();
+        let msg = msg.strip_prefix("invalid parameter \"query\": ").unwrap_or(&msg).to_string();
+        return Err(err(format!("{at}.limit"), "limit:", msg));
+    }
+    let direction = match r.direction.as_deref() {
+        None | Some("above") => Direction::Above,
+        Some("below") => Direction::Below,
+        Some(d) => return Err(err(format!("{at}.direction"), "direction:", format!("{d:?} is not above or below"))),
+    };
+    let band = match r.band.as_deref() {
+        None if direction == Direction::Above => Band::Upper,
+        None => Band::Lower,
+        Some("upper") => Band::Upper,
+        Some("lower") => Band::Lower,
+        Some("point") => Band::Point,
+        Some(b) => return Err(err(format!("{at}.band"), "band:", format!("{b:?} is not upper, lower or point"))),
+    };
+    for (k, v) in &r.labels {
+        if !valid_label_name(k) || k == "__name__" {
+            return Err(err(format!("{at}.labels"), k, format!("invalid label name {k:?}")));
+        }
+        template::check(v).map_err(|e| err(format!("{at}.labels.{k}"), v, e.to_string()))?;
+    }
+    for (k, v) in &r.annotations {
+        template::check(v).map_err(|e| err(format!("{at}.annotations.{k}"), v, e.to_string()))?;
+    }
+    let dur = |key: &str, v: &Option<String>| -> Result<Duration, ConfigError> {
+        match v {
+            None => Ok(Duration::ZERO),
+            Some(s) => duration::parse(s).map_err(|e| err(format!("{at}.{key}"), s, e)),
+        }
+    };
+    let spec = ForecastSpec { metric, limit, band, direction };
+    Ok(Rule::Alerting(AlertingRule {
+        name,
+        expr: spec.selector(),
+        forecast: Some(spec),
+        hold: dur("for", &r.hold)?,
+        keep_firing_for: dur("keep_firing_for", &r.keep_firing_for)?,
         labels: r.labels,
         annotations: r.annotations,
     }))
@@ -165,13 +263,61 @@ mod tests {
         check(
             "groups:\n- name: g\n  interval: 15s\n  rules:\n  - alert: Hot\n    expr: temp > 80\n    for: 1m\n    keep_firing_for: 30s\n    labels: {severity: page}\n    annotations: {summary: 'hot {{ $labels.host }}'}\n  - record: job:temp:max\n    expr: max by (job) (temp)\n",
             expect![[
-                r#"[RuleGroup { file: "r.yml", name: "g", interval: 15s, rules: [Alerting(AlertingRule { name: "Hot", expr: "temp > 80", hold: 60s, keep_firing_for: 30s, labels: {"severity": "page"}, annotations: {"summary": "hot {{ $labels.host }}"} }), Recording(RecordingRule { record: "job:temp:max", expr: "max by (job) (temp)", labels: {} })] }]"#
+                r#"[RuleGroup { file: "r.yml", name: "g", interval: 15s, rules: [Alerting(AlertingRule { name: "Hot", expr: "temp > 80", forecast: None, hold: 60s, keep_firing_for: 30s, labels: {"severity": "page"}, annotations: {"summary": "hot {{ $labels.host }}"} }), Recording(RecordingRule { record: "job:temp:max", expr: "max by (job) (temp)", labels: {} })] }]"#
             ]],
         );
         check("", expect![[r#"[]"#]]);
         check(
             "groups:\n- name: g\n  rules: []\n",
             expect![[r#"[RuleGroup { file: "r.yml", name: "g", interval: 60s, rules: [] }]"#]],
+        );
+    }
+
+    #[test]
+    fn forecast_rules() {
+        let ok = "groups:\n- name: capacity\n  rules:\n  - forecast: GpuDemandOverCapacity\n    metric: gpu_demand\n    limit: sum(gpu_capacity)\n    for: 10m\n    labels: {severity: warning}\n";
+        let got = match &parse(ok, "r.yml").unwrap()[0].rules[0] {
+            Rule::Alerting(a) => format!("{} {:?} {:?}", a.expr, a.forecast, a.hold),
+            r => format!("{r:?}"),
+        };
+        expect![[r#"argus_yhat_upper{metric="gpu_demand"} Some(ForecastSpec { metric: "gpu_demand", limit: "sum(gpu_capacity)", band: Upper, direction: Above }) 600s"#]]
+            .assert_eq(&got);
+        let rule = |body: &str| format!("groups:\n- name: g\n  rules:\n  - forecast: Low\n{body}");
+        check(
+            &rule("    metric: m\n    limit: 3\n    direction: below\n    band: point\n"),
+            expect![[
+                r#"[RuleGroup { file: "r.yml", name: "g", interval: 60s, rules: [Alerting(AlertingRule { name: "Low", expr: "argus_yhat{metric=\"m\"}", forecast: Some(ForecastSpec { metric: "m", limit: "3", band: Point, direction: Below }), hold: 0ns, keep_firing_for: 0ns, labels: {}, annotations: {} })] }]"#
+            ]],
+        );
+        check(
+            &rule("    limit: 3\n"),
+            expect!["r.yml:4: groups[0].rules[0].metric: required: the forecast series' `metric` label"],
+        );
+        check(
+            &rule("    metric: m\n"),
+            expect!["r.yml:4: groups[0].rules[0].limit: required: a number or a PromQL expression"],
+        );
+        check(
+            &rule("    metric: m\n    limit: 'sum(('\n"),
+            expect!["r.yml:6: groups[0].rules[0].limit: 1:6: parse error: unclosed left parenthesis"],
+        );
+        check(
+            &rule("    metric: m\n    limit: 3\n    band: middle\n"),
+            expect![[r#"r.yml:7: groups[0].rules[0].band: "middle" is not upper, lower or point"#]],
+        );
+        check(
+            &rule("    metric: m\n    limit: 3\n    direction: sideways\n"),
+            expect![[r#"r.yml:7: groups[0].rules[0].direction: "sideways" is not above or below"#]],
+        );
+        check(
+            &rule("    metric: m\n    limit: 3\n    expr: up\n"),
+            expect![
+                "r.yml:4: groups[0].rules[0]: `forecast` takes no `alert`, `record` or `expr`: it compares the forecast with `limit`"
+            ],
+        );
+        check(
+            "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up\n    limit: 3\n",
+            expect!["r.yml:6: groups[0].rules[0].limit: only allowed in a forecast rule"],
         );
     }
 
@@ -191,7 +337,7 @@ mod tests {
         );
         check(
             "groups:\n- name: g\n  rules:\n  - expr: up\n",
-            expect!["r.yml:4: groups[0].rules[0]: one of `alert` or `record` must be set"],
+            expect!["r.yml:4: groups[0].rules[0]: one of `alert`, `record` or `forecast` must be set"],
         );
         check(
             "groups:\n- name: g\n  rules:\n  - record: a-b\n    expr: up\n",

@@ -134,13 +134,8 @@ impl Evaluator {
         first: bool,
         interval: Duration,
     ) -> Result<(), EvalError> {
-        let expr = match rule {
-            RuleState::Alerting(a) => a.rule.expr.clone(),
-            RuleState::Recording(r) => r.expr.clone(),
-        };
-        let result = instant_vector(self.backend.query_instant(&expr, ts.0).await?)?;
         let out = match rule {
-            RuleState::Recording(r) => result
+            RuleState::Recording(r) => instant_vector(self.backend.query_instant(&r.expr, ts.0).await?)?
                 .into_iter()
                 .map(|(mut l, v)| {
                     l.set(METRIC_NAME, &r.record);
@@ -151,7 +146,20 @@ impl Evaluator {
                 })
                 .collect(),
             RuleState::Alerting(a) => {
-                let out = a.eval(ts, &result)?;
+                let out = match a.rule.forecast.clone() {
+                    Some(spec) => {
+                        let selector = spec.selector();
+                        let forecasts = instant_vector(self.backend.query_instant(&selector, ts.0).await?)?;
+                        let written =
+                            instant_vector(self.backend.query_instant(&format!("timestamp({selector})"), ts.0).await?)?;
+                        let limits = instant_vector(self.backend.query_instant(&spec.limit, ts.0).await?)?;
+                        a.eval_annotated(ts, &spec.crossings(&forecasts, &written, &limits))?
+                    }
+                    None => {
+                        let result = instant_vector(self.backend.query_instant(&a.rule.expr, ts.0).await?)?;
+                        a.eval(ts, &result)?
+                    }
+                };
                 if first && !a.restored {
                     self.restore(a, ts).await?;
                 }

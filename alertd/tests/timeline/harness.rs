@@ -5,7 +5,7 @@ use argus_alertd::clock::TokioClock;
 use argus_alertd::nflog::MemLog;
 use argus_alertd::notify::{ChannelNotifier, Notification};
 use argus_alertd::runner::Shared;
-use argus_alertd::silence::MemSilences;
+use argus_alertd::silence::{MemSilences, Silence, Silences};
 use argus_alertd::{Engine, PostableAlert, Timestamp, config};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,6 +39,8 @@ enum Step {
     Push(Vec<PostableAlert>),
     /// Acknowledges the incident with this engine id, as `POST /api/v1/incidents/{id}/ack` does.
     Ack(u64),
+    /// Silences these matchers until resolved, as `POST /api/v1/incidents/{id}/silence` does.
+    SilenceUntilResolved(Vec<argus_model::Matcher>),
 }
 
 impl Timeline {
@@ -55,6 +57,12 @@ impl Timeline {
     /// Acknowledges incident `id` (the engine's number, as notified) at `at` after the start.
     pub fn ack(mut self, at: Duration, id: u64) -> Self {
         self.steps.push((at, Step::Ack(id)));
+        self
+    }
+
+    /// Silences `matchers` until resolved at `at` after the start.
+    pub fn silence_until_resolved(mut self, at: Duration, matchers: Vec<argus_model::Matcher>) -> Self {
+        self.steps.push((at, Step::SilenceUntilResolved(matchers)));
         self
     }
 
@@ -86,6 +94,12 @@ impl Timeline {
                         .map(|i| i.opened_at)
                         .expect("acknowledging an incident that was notified");
                     assert!(engine.acknowledge(id, opened_at), "incident {id} is tracked");
+                }
+                Step::SilenceUntilResolved(matchers) => {
+                    assert!(engine.firing_matches(&matchers, now), "silencing firing alerts");
+                    let max = engine.config().silence_until_resolved_max;
+                    let s = Silence::until_resolved(matchers, "test".into(), "until resolved".into(), now, max);
+                    self.silences.set(s).unwrap();
                 }
             }
             engine.advance(now);

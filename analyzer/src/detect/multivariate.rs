@@ -128,14 +128,18 @@ impl MultivariateModel {
 
     /// A fresh scorer, to be fed the points that follow, in time order.
     pub fn scorer(&self) -> MultivariateScorer<'_> {
-        MultivariateScorer {
-            model: self,
-            features: FeatureStream::new(&self.params.features, self.inputs.len()),
-            recent: VecDeque::with_capacity(self.params.smooth.max(1)),
-            feature_row: Vec::new(),
-            scaled: Vec::new(),
-            residuals: Vec::new(),
-        }
+        MultivariateScorer { model: self, state: ScoreState::new(self) }
+    }
+
+    /// Names of the forest's features, in feature order (`m0`, `m0:diff`, `m0:mean10`, …).
+    pub fn feature_names(&self) -> Vec<String> {
+        self.params.features.names(&self.inputs)
+    }
+
+    /// The features every row expands to, for `rows` scored from a fresh start (row-major, one value per
+    /// input each): what the forest was trained on when `rows` is the training window.
+    pub fn features(&self, rows: &[f64]) -> Vec<f64> {
+        FeatureStream::run(&self.params.features, rows, self.inputs.len())
     }
 }
 
@@ -143,6 +147,25 @@ impl MultivariateModel {
 #[derive(Debug, Clone)]
 pub struct MultivariateScorer<'m> {
     model: &'m MultivariateModel,
+    state: ScoreState,
+}
+
+impl MultivariateScorer<'_> {
+    /// Scores the next point (one value per input metric).
+    pub fn score(&mut self, row: &[f64]) -> MultiVerdict {
+        self.state.score(self.model, row)
+    }
+
+    /// The metrics that contributed most to the last point scored; see [`ScoreState::top_features`].
+    pub fn top_features(&self, k: usize) -> Vec<(&str, f64)> {
+        self.state.top_features(self.model, k)
+    }
+}
+
+/// What scoring one entity remembers between points, apart from its model: the feature and smoothing
+/// windows. Kept apart from the model so that a caller may own both (the runtime swaps models on retrain).
+#[derive(Debug, Clone)]
+pub struct ScoreState {
     features: FeatureStream,
     recent: VecDeque<f64>,
     feature_row: Vec<f64>,
@@ -150,10 +173,20 @@ pub struct MultivariateScorer<'m> {
     residuals: Vec<f64>,
 }
 
-impl MultivariateScorer<'_> {
-    /// Scores the next point (one value per input metric).
-    pub fn score(&mut self, row: &[f64]) -> MultiVerdict {
-        let m = self.model;
+impl ScoreState {
+    /// A fresh state for `model`'s inputs and parameters.
+    pub fn new(model: &MultivariateModel) -> Self {
+        ScoreState {
+            features: FeatureStream::new(&model.params.features, model.inputs.len()),
+            recent: VecDeque::with_capacity(model.params.smooth.max(1)),
+            feature_row: Vec::new(),
+            scaled: Vec::new(),
+            residuals: Vec::new(),
+        }
+    }
+
+    /// Scores the next point (one value per input metric) with `m`, the model this state was made for.
+    pub fn score(&mut self, m: &MultivariateModel, row: &[f64]) -> MultiVerdict {
         self.feature_row.clear();
         self.features.push(row, &mut self.feature_row);
         let forest = m.forest.score(&self.feature_row);
@@ -170,21 +203,38 @@ impl MultivariateScorer<'_> {
         MultiVerdict { score: smoothed / m.threshold, instant: combined / m.threshold }
     }
 
-    /// The metrics that contributed most to the last point scored, heaviest first, at most `k`, with
-    /// weights summing to at most 1: half from the forest's isolating splits (a temporal feature credits
-    /// its metric), half from each metric's share of the PCA residual.
-    pub fn top_features(&self, k: usize) -> Vec<(&str, f64)> {
-        let m = self.model;
-        let n = m.inputs.len();
-        let mut weights = vec![0.0; n];
+    /// The last point's features, in [`MultivariateModel::feature_names`] order.
+    pub fn feature_row(&self) -> &[f64] {
+        &self.feature_row
+    }
+
+    /// The features that contributed most to the last point scored, as indices into
+    /// [`MultivariateModel::feature_names`], heaviest first, at most `k`, with weights summing to at most
+    /// 1: half from the forest's isolating splits (each split on the point's path credits its feature
+    /// with 1 / path length, see [`IsolationForest::top_features`]), half from each metric's share of the
+    /// PCA residual, credited to the metric's first feature (its raw value when raw values are on).
+    pub fn top_feature_indices(&self, m: &MultivariateModel, k: usize) -> Vec<(usize, f64)> {
+        let mut weights = vec![0.0; m.forest.n_features()];
         for (f, w) in m.forest.top_features(&self.feature_row, usize::MAX) {
-            weights[f % n] += w / 2.0;
+            weights[f] += w / 2.0;
         }
         let total: f64 = self.residuals.iter().map(|r| r * r).sum();
         if total > 0.0 {
             for (w, r) in weights.iter_mut().zip(&self.residuals) {
                 *w += r * r / total / 2.0;
             }
+        }
+        iforest::top_k(&weights, k)
+    }
+
+    /// The metrics that contributed most to the last point scored, heaviest first, at most `k`: the
+    /// weights of [`ScoreState::top_feature_indices`] summed per metric (a temporal feature credits its
+    /// metric).
+    pub fn top_features<'m>(&self, m: &'m MultivariateModel, k: usize) -> Vec<(&'m str, f64)> {
+        let n = m.inputs.len();
+        let mut weights = vec![0.0; n];
+        for (f, w) in self.top_feature_indices(m, usize::MAX) {
+            weights[f % n] += w;
         }
         iforest::top_k(&weights, k).into_iter().map(|(i, w)| (m.inputs[i].as_str(), w)).collect()
     }

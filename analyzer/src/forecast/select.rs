@@ -270,7 +270,7 @@ impl Forecaster for Selected {
             model: if used.len() == 1 { names[used[0]].clone() } else { "ensemble".into() },
             backtest_mae: total,
             candidates: names.iter().cloned().zip(candidates).collect(),
-            weights: names.iter().cloned().zip(mean_weight).collect(),
+            weights: names.iter().cloned().zip(mean_weight.iter().copied()).collect(),
         };
         // The models themselves, in the weights' order: those the choice uses refitted on the whole
         // history; the others (kept so that a later refit and the saved state list every candidate) are

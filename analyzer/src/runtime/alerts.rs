@@ -84,7 +84,7 @@ pub struct Context<'a> {
     pub peer: Option<PeerScore>,
 }
 
-fn rfc3339(ms: i64) -> String {
+pub(crate) fn rfc3339(ms: i64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)).to_string()
 }
 
@@ -143,6 +143,6 @@ pub fn resolved(rule: &Rule, labels: &Labels, metric: &str, f: &Firing, now: i64
     }
 }
 
-fn short(v: f64) -> String {
+pub(crate) fn short(v: f64) -> String {
     if v.abs() >= 100.0 || v == v.trunc() { format!("{v:.0}") } else { format!("{v:.3}") }
 }

@@ -50,6 +50,9 @@ pub struct Config {
     /// `[[analyzer.capacity]]` pools planned from forecast targets.
     #[serde(default)]
     pub capacity: Vec<super::forecasts::config::PoolConfig>,
+    /// `[[analyzer.multivariate]]` models: one isolation-forest detector per entity (none by default).
+    #[serde(default)]
+    pub multivariate: Vec<super::multivariate::config::ModelConfig>,
 }
 
 /// One `[[analyzer.rule]]`: a PromQL query whose every series is watched by the named detectors.
@@ -95,6 +98,7 @@ pub struct Valid {
     pub rules: Vec<Rule>,
     pub forecasts: Vec<super::forecasts::config::Target>,
     pub pools: Vec<super::forecasts::config::Pool>,
+    pub multivariate: Vec<super::multivariate::config::ModelRule>,
 }
 
 /// A validated rule.
@@ -130,11 +134,11 @@ pub struct ConfigError {
     pub reason: String,
 }
 
-fn err(key: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+pub(crate) fn err(key: impl Into<String>, reason: impl Into<String>) -> ConfigError {
     ConfigError { key: key.into(), reason: reason.into() }
 }
 
-fn duration(key: &str, s: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
+pub(crate) fn duration(key: &str, s: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
     let Some(s) = s else { return Ok(default) };
     let d = humantime::parse_duration(s).map_err(|_| err(key, format!("{s:?} is not a duration (e.g. 10s, 5m)")))?;
     if d.is_zero() {
@@ -171,6 +175,7 @@ impl Config {
             rules: valid,
             forecasts: Vec::new(),
             pools: Vec::new(),
+            multivariate: super::multivariate::config::validate(&self.multivariate, interval)?,
         };
         let forecasts = super::forecasts::config::validate_targets(&self.forecasts)?;
         let pools = super::forecasts::config::validate_pools(&self.capacity, &forecasts)?;

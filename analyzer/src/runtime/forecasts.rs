@@ -9,7 +9,8 @@
 //!
 //! A series with too little history for the model choice is forecast by the naive model alone until a
 //! retrain finds enough. After the targets, every `[[analyzer.capacity]]` pool whose demand was forecast
-//! is planned ([`CapacityPlanner`]) and its `argus_capacity_*` series written.
+//! is planned ([`CapacityPlanner`]) and its `argus_capacity_*` series written; a plan whose recommended
+//! capacity changed is handed to alertd for the scheduler receivers ([`push`]).
 //!
 //! Models, choices and planners are saved under the state directory (docs/format/analyzer-forecast-state.md),
 //! so a restart resumes without refitting.
@@ -17,6 +18,7 @@
 pub mod api;
 pub mod config;
 mod persist;
+pub mod push;
 
 use crate::capacity::{CapacityPlanner, HeldBy, Outlook, PlanInput, Recommendation};
 use crate::forecast::select::{MODELS, ModelConfig, Selected, Selection};
@@ -147,6 +149,7 @@ pub struct Forecasting {
     board: Arc<ForecastBoard>,
     metrics: Metrics,
     forget_after: i64,
+    pusher: Option<push::Pusher>,
 }
 
 impl Forecasting {
@@ -198,7 +201,13 @@ impl Forecasting {
             board,
             metrics,
             forget_after: forget_after.as_millis() as i64,
+            pusher: None,
         }
+    }
+
+    /// Hands changed capacity plans to `out` from now on.
+    pub fn push_capacity_to(&mut self, out: Arc<dyn push::CapacityOut>) {
+        self.pusher = Some(push::Pusher::new(out));
     }
 
     pub fn board(&self) -> Arc<ForecastBoard> {
@@ -281,6 +290,9 @@ impl Forecasting {
         {
             self.metrics.write_failed();
             tracing::warn!(%error, "Writing forecasts failed");
+        }
+        if let Some(p) = &mut self.pusher {
+            p.push(&recs).await;
         }
         recs
     }

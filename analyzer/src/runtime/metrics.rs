@@ -48,6 +48,11 @@ pub struct Metrics {
     alerts_sent: Counter,
     alerts_failed: Counter,
     tick: Histogram,
+    mv_trainings: Family<RuleLabel, Counter>,
+    mv_untrained: Family<RuleLabel, Gauge>,
+    mv_entities: Family<RuleLabel, Gauge>,
+    mv_anomalous: Family<RuleLabel, Gauge>,
+    mv_training: Histogram,
 }
 
 impl Default for Metrics {
@@ -70,6 +75,11 @@ impl Default for Metrics {
             alerts_sent: Counter::default(),
             alerts_failed: Counter::default(),
             tick: Histogram::new([0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
+            mv_trainings: Family::default(),
+            mv_untrained: Family::default(),
+            mv_entities: Family::default(),
+            mv_anomalous: Family::default(),
+            mv_training: Histogram::new([0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0]),
         }
     }
 }
@@ -106,6 +116,31 @@ impl Metrics {
             "argus_forecast_backtest_mae",
             "Backtest MAE of each candidate and of the choice, mean over the target's series",
             self.backtest_mae.clone(),
+        );
+        r.register(
+            "argus_analyzer_multivariate_trainings",
+            "Training rounds of each multivariate model (every entity, or the new ones)",
+            self.mv_trainings.clone(),
+        );
+        r.register(
+            "argus_analyzer_multivariate_training_seconds",
+            "Time of one multivariate training round, reading included",
+            self.mv_training.clone(),
+        );
+        r.register(
+            "argus_analyzer_multivariate_entities",
+            "Entities of each multivariate model that have a trained model",
+            self.mv_entities.clone(),
+        );
+        r.register(
+            "argus_analyzer_multivariate_untrained",
+            "Entities seen by a multivariate model that could not be trained yet (too little history)",
+            self.mv_untrained.clone(),
+        );
+        r.register(
+            "argus_analyzer_multivariate_anomalous",
+            "Entities of each multivariate model scored above 1 at its last step",
+            self.mv_anomalous.clone(),
         );
         r.register("argus_capacity_plan_failures", "Planning steps of a pool that failed", self.plan_failures.clone());
     }
@@ -199,5 +234,17 @@ impl Metrics {
 
     pub(super) fn tick_seconds(&self, s: f64) {
         self.tick.observe(s);
+    }
+
+    pub(super) fn mv_trained(&self, rule: &str, seconds: f64, entities: usize, untrained: usize) {
+        self.mv_trainings.get_or_create(&Self::rule(rule)).inc();
+        self.mv_training.observe(seconds);
+        self.mv_entities.get_or_create(&Self::rule(rule)).set(entities as i64);
+        self.mv_untrained.get_or_create(&Self::rule(rule)).set(untrained as i64);
+    }
+
+    pub(super) fn mv_scored(&self, rule: &str, entities: usize, anomalous: usize) {
+        self.mv_entities.get_or_create(&Self::rule(rule)).set(entities as i64);
+        self.mv_anomalous.get_or_create(&Self::rule(rule)).set(anomalous as i64);
     }
 }

@@ -8,6 +8,7 @@ fn rule(hold_min: u64, keep_min: u64) -> AlertingState {
     let mut s = AlertingState::new(AlertingRule {
         name: "Hot".into(),
         expr: "temp > 80".into(),
+        forecast: None,
         hold: Duration::from_secs(hold_min * 60),
         keep_firing_for: Duration::from_secs(keep_min * 60),
         labels: BTreeMap::from([("severity".into(), "page".into())]),

@@ -199,3 +199,61 @@ async fn for_state_round_trips_through_the_embedded_store() {
     assert_eq!(a.alerts()[0].active_at, Timestamp(t0 + 2 * MIN));
     assert!(sink.0.lock().unwrap().is_empty(), "still pending");
 }
+
+#[tokio::test]
+async fn forecast_rule_fires_when_the_band_crosses_the_limit_within_the_horizon() {
+    let (_dir, backend, t0) = embedded_for_tests(20);
+    // The analyzer's forecast of gpu_demand per pool, made at t: the upper band by horizon.
+    let yhat = |t: i64, pool: &str, horizon: &str, v: f64| WriteSeries {
+        labels: Labels::from_pairs([
+            ("__name__", "argus_yhat_upper"),
+            ("metric", "gpu_demand"),
+            ("model", "ets"),
+            ("horizon", horizon),
+            ("pool", pool),
+        ]),
+        samples: vec![Sample::new(t, v)],
+    };
+    let capacity = |t: i64, pool: &str, v: f64| WriteSeries {
+        labels: Labels::from_pairs([("__name__", "gpu_capacity"), ("pool", pool)]),
+        samples: vec![Sample::new(t, v)],
+    };
+    let rules = "groups:\n- name: capacity\n  rules:\n  - forecast: GpuDemandOverCapacity\n    metric: gpu_demand\n    limit: gpu_capacity\n    band: upper\n    direction: above\n    for: 1m\n    labels: {severity: warning}\n    annotations: {summary: 'pool {{ $labels.pool }} may need {{ $value }} GPUs'}\n";
+    let sink = Arc::new(Sink::default());
+    let ev = Evaluator { backend: backend.clone(), sink: sink.clone(), opts: EvalOptions::default() };
+    let mut g = GroupState::new(parse(rules, "r.yml").unwrap().remove(0));
+    for m in 0..3 {
+        let t = t0 + m * MIN;
+        backend
+            .write(vec![
+                yhat(t, "a", "15m", 60.0),
+                yhat(t, "a", "1h", 70.0),
+                yhat(t, "a", "6h", 130.0),
+                yhat(t, "b", "15m", 10.0),
+                yhat(t, "b", "6h", 30.0),
+                capacity(t, "a", 100.0),
+                capacity(t, "b", 64.0),
+            ])
+            .await
+            .unwrap();
+        ev.eval(&mut g, Timestamp(t)).await;
+    }
+    let sent = sink.0.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "pending at 0, firing 1m later (not resent within resend_delay), pool b never: {sent:?}");
+    let (at, a) = &sent[0];
+    assert_eq!(*at, Timestamp(t0 + MIN));
+    let want_labels =
+        [("alertname", "GpuDemandOverCapacity"), ("metric", "gpu_demand"), ("pool", "a"), ("severity", "warning")];
+    assert_eq!(a.labels, want_labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+    let crossing = (Timestamp(t0 + MIN) + Duration::from_secs(6 * 3600)).to_string();
+    assert_eq!(a.annotations["forecast_crossing_at"], crossing);
+    assert_eq!((a.annotations["forecast_value"].as_str(), a.annotations["forecast_limit"].as_str()), ("130", "100"));
+    assert_eq!(a.annotations["forecast_horizon"], "6h");
+    assert_eq!(a.annotations["summary"], "pool a may need 130 GPUs");
+    // The forecast falls back under the limit: resolved at the next evaluation.
+    let t = t0 + 3 * MIN;
+    backend.write(vec![yhat(t, "a", "6h", 90.0), yhat(t, "a", "1h", 70.0), capacity(t, "a", 100.0)]).await.unwrap();
+    ev.eval(&mut g, Timestamp(t)).await;
+    let sent = sink.0.lock().unwrap().clone();
+    assert_eq!(sent.last().unwrap().1.ends_at, Some(Timestamp(t)), "{sent:?}");
+}

@@ -1,0 +1,279 @@
+//! Validation of `scheduler_configs` (alertd's own receiver): what it takes, how it signs and
+//! authenticates, and its remediation targets. Files (secrets, CAs) are named here and read when the
+//! receivers are built.
+
+use super::ConfigError;
+use super::im::url;
+use super::raw;
+use super::validate::Ctx;
+use crate::deliver::scheduler::remediation::RemediationConfig;
+use crate::deliver::scheduler::remediation::kubernetes::{self, KubernetesConfig, NodeAction};
+use crate::deliver::scheduler::remediation::slurm::{self, SlurmConfig};
+use crate::deliver::scheduler::{SchedulerConfig, SecretSource};
+use crate::deliver::webhook::SIGNATURE_HEADER;
+use crate::receiver::{DEFAULT_TIMEOUT, Receiver};
+use argus_model::Secret;
+
+pub(super) fn receivers(c: &Ctx, r: &raw::Receiver, field: &str, out: &mut Receiver) -> Result<(), ConfigError> {
+    for (j, s) in r.scheduler_configs.iter().enumerate() {
+        out.scheduler.push(scheduler(c, s, &format!("{field}scheduler_configs[{j}]."))?);
+    }
+    Ok(())
+}
+
+fn scheduler(c: &Ctx, s: &raw::Scheduler, f: &str) -> Result<SchedulerConfig, ConfigError> {
+    let url = url(c, &format!("{f}url"), "scheduler_configs:", &s.url)?;
+    let timeout = c.duration(&format!("{f}timeout"), "timeout", &s.timeout, DEFAULT_TIMEOUT)?;
+    if timeout.is_zero() {
+        return Err(c.err(format!("{f}timeout"), "timeout:", "must be greater than 0"));
+    }
+    let hmac_secret = secret(c, f, "hmac_secret", &s.hmac_secret, &s.hmac_secret_file)?;
+    let signature_header = s.signature_header.clone().unwrap_or_else(|| SIGNATURE_HEADER.to_string());
+    if reqwest::header::HeaderName::from_bytes(signature_header.as_bytes()).is_err() {
+        return Err(c.err(format!("{f}signature_header"), "signature_header:", "not an http header name"));
+    }
+    let (mut critical, mut capacity) = (true, true);
+    if let Some(events) = &s.events {
+        (critical, capacity) = (false, false);
+        for e in events {
+            match e.as_str() {
+                "critical" => critical = true,
+                "capacity" => capacity = true,
+                other => {
+                    return Err(c.err(
+                        format!("{f}events"),
+                        "events:",
+                        format!("{other:?} is not critical or capacity"),
+                    ));
+                }
+            }
+        }
+        if !critical && !capacity {
+            return Err(c.err(format!("{f}events"), "events:", "takes nothing: name critical, capacity or both"));
+        }
+    }
+    let http = s.http_config.as_ref();
+    let authorization = match http.and_then(|h| h.authorization.as_ref()) {
+        None => None,
+        Some(a) => {
+            let af = format!("{f}http_config.authorization.");
+            let kind = a.kind.clone().unwrap_or_else(|| "Bearer".into());
+            if kind.is_empty() || kind.contains(char::is_whitespace) || kind.eq_ignore_ascii_case("basic") {
+                return Err(c.err(format!("{af}type"), "type:", format!("{kind:?} is not a single-word scheme")));
+            }
+            let cred = secret(c, &af, "credentials", &a.credentials, &a.credentials_file)?
+                .ok_or_else(|| c.err(format!("{af}credentials"), "authorization:", "missing"))?;
+            Some((kind, cred))
+        }
+    };
+    let ca_file = http.and_then(|h| h.tls_config.as_ref()).and_then(|t| t.ca_file.as_deref()).map(|p| c.path(p));
+    let remediation = match &s.remediation {
+        Some(r) if r.enabled => Some(remediation(c, r, &format!("{f}remediation."))?),
+        _ => None,
+    };
+    Ok(SchedulerConfig {
+        url,
+        hmac_secret,
+        signature_header,
+        authorization,
+        ca_file,
+        critical,
+        capacity,
+        send_resolved: s.send_resolved.unwrap_or(true),
+        timeout,
+        remediation,
+    })
+}
+
+/// An enabled `remediation` section: at least one target, each written out (no target is implied).
+fn remediation(c: &Ctx, r: &raw::Remediation, f: &str) -> Result<RemediationConfig, ConfigError> {
+    if r.kubernetes.is_none() && r.slurm.is_none() {
+        return Err(c.err(format!("{f}enabled"), "enabled:", "remediation names no target: add kubernetes or slurm"));
+    }
+    let kubernetes = match &r.kubernetes {
+        None => None,
+        Some(k) => {
+            let kf = format!("{f}kubernetes.");
+            let api_url = k.api_url.clone().unwrap_or_else(|| kubernetes::IN_CLUSTER_URL.into());
+            if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
+                return Err(c.err(format!("{kf}api_url"), "api_url:", "not an http(s) URL"));
+            }
+            let action = match k.action.as_deref() {
+                None | Some("taint") => {
+                    let key = k.taint_key.clone().unwrap_or_else(|| kubernetes::DEFAULT_TAINT_KEY.into());
+                    let valid = |s: &str| {
+                        !s.is_empty()
+                            && s.len() <= 253
+                            && s.chars().all(|c| c.is_ascii_alphanumeric() || "./-_".contains(c))
+                    };
+                    if !valid(&key) {
+                        return Err(c.err(
+                            format!("{kf}taint_key"),
+                            "taint_key:",
+                            format!("{key:?} is not a taint key"),
+                        ));
+                    }
+                    let effect = k.taint_effect.clone().unwrap_or_else(|| "NoSchedule".into());
+                    if !matches!(effect.as_str(), "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+                        return Err(c.err(
+                            format!("{kf}taint_effect"),
+                            "taint_effect:",
+                            format!("{effect:?} is not NoSchedule, PreferNoSchedule or NoExecute"),
+                        ));
+                    }
+                    NodeAction::Taint { key, effect }
+                }
+                Some("condition") => {
+                    if k.taint_key.is_some() || k.taint_effect.is_some() {
+                        return Err(c.err(
+                            format!("{kf}action"),
+                            "action:",
+                            "taint_key and taint_effect go with action: taint",
+                        ));
+                    }
+                    NodeAction::Condition
+                }
+                Some(other) => {
+                    return Err(c.err(
+                        format!("{kf}action"),
+                        "action:",
+                        format!("{other:?} is not taint or condition"),
+                    ));
+                }
+            };
+            let timeout = c.duration(&format!("{kf}timeout"), "timeout", &k.timeout, DEFAULT_TIMEOUT)?;
+            let in_cluster = k.api_url.is_none();
+            Some(KubernetesConfig {
+                api_url,
+                bearer_token_file: c.path(k.bearer_token_file.as_deref().unwrap_or(kubernetes::IN_CLUSTER_TOKEN)),
+                ca_file: match (&k.ca_file, in_cluster) {
+                    (Some(p), _) => Some(c.path(p)),
+                    (None, true) => Some(kubernetes::IN_CLUSTER_CA.into()),
+                    (None, false) => None,
+                },
+                action,
+                timeout,
+            })
+        }
+    };
+    let slurm = match &r.slurm {
+        None => None,
+        Some(s) => {
+            let timeout = c.duration(&format!("{f}slurm.timeout"), "timeout", &s.timeout, DEFAULT_TIMEOUT)?;
+            let scontrol = s.scontrol.clone().unwrap_or_else(|| slurm::DEFAULT_SCONTROL.into());
+            if scontrol.is_empty() {
+                return Err(c.err(format!("{f}slurm.scontrol"), "scontrol:", "empty"));
+            }
+            // A bare name is looked up in PATH; a path is read from the configuration's directory.
+            let scontrol = if scontrol.contains('/') { c.path(&scontrol) } else { scontrol.into() };
+            Some(SlurmConfig { scontrol, timeout })
+        }
+    };
+    if r.node_label.as_deref() == Some("") {
+        return Err(c.err(format!("{f}node_label"), "node_label:", "empty"));
+    }
+    Ok(RemediationConfig { dry_run: r.dry_run, node_label: r.node_label.clone(), kubernetes, slurm })
+}
+
+/// `<key>` or `<key>_file`, not both.
+fn secret(
+    c: &Ctx,
+    f: &str,
+    key: &str,
+    inline: &Option<String>,
+    file: &Option<String>,
+) -> Result<Option<SecretSource>, ConfigError> {
+    match (inline, file) {
+        (Some(_), Some(_)) => {
+            Err(c.err(format!("{f}{key}"), &format!("{key}:"), format!("{key} and {key}_file exclude each other")))
+        }
+        (Some(s), None) if s.is_empty() => Err(c.err(format!("{f}{key}"), &format!("{key}:"), "empty")),
+        (Some(s), None) => Ok(Some(SecretSource::Inline(Secret::new(s.clone())))),
+        (None, Some(p)) => Ok(Some(SecretSource::File(c.path(p)))),
+        (None, None) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::parse;
+    use expect_test::{Expect, expect};
+
+    /// Parses a receiver `sched` with one `scheduler_configs` entry written as `entry` (YAML flow or
+    /// block lines indented under the list item); shows the validated entry or the error.
+    fn check(entry: &str, expect: Expect) {
+        let src = format!(
+            "route: {{receiver: sched}}\nreceivers:\n  - name: sched\n    scheduler_configs:\n      - {entry}\n"
+        );
+        let got = match parse(&src, "/etc/argus/alertd.yml") {
+            Ok(c) => format!("{:?}", c.receivers["sched"].scheduler[0]),
+            Err(e) => e.to_string(),
+        };
+        expect.assert_eq(&got);
+    }
+
+    #[test]
+    fn scheduler_configs() {
+        check(
+            "{url: 'http://sched:8080/argus', hmac_secret_file: secrets/hmac, events: [capacity], timeout: 3s, http_config: {authorization: {credentials: t0k}, tls_config: {ca_file: ca.pem}}}",
+            expect![[
+                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(File("/etc/argus/secrets/hmac")), signature_header: "X-Argus-Signature", authorization: Some(("Bearer", Inline(Secret(***)))), ca_file: Some("/etc/argus/ca.pem"), critical: false, capacity: true, send_resolved: true, timeout: 3s, remediation: None }"#
+            ]],
+        );
+        check(
+            "{url: 'https://s/', hmac_secret: k, signature_header: X-Sig, send_resolved: false}",
+            expect![[
+                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(Inline(Secret(***))), signature_header: "X-Sig", authorization: None, ca_file: None, critical: true, capacity: true, send_resolved: false, timeout: 10s, remediation: None }"#
+            ]],
+        );
+        check(
+            "{url: 'http://s/', colour: red}",
+            expect![[
+                r#"/etc/argus/alertd.yml:5: receivers[0].scheduler_configs[0]: unknown field `colour`, expected one of `url`, `hmac_secret`, `hmac_secret_file`, `signature_header`, `http_config`, `events`, `send_resolved`, `timeout`, `remediation`"#
+            ]],
+        );
+        check(
+            "{url: 'ftp://s/'}",
+            expect![[r#"/etc/argus/alertd.yml:5: receivers[0].scheduler_configs[0].url: not an http(s) URL"#]],
+        );
+        check(
+            "{url: 'http://s/', events: [critical, all]}",
+            expect![[
+                r#"/etc/argus/alertd.yml:5: receivers[0].scheduler_configs[0].events: "all" is not critical or capacity"#
+            ]],
+        );
+        check(
+            "{url: 'http://s/', events: []}",
+            expect![[
+                r#"/etc/argus/alertd.yml:5: receivers[0].scheduler_configs[0].events: takes nothing: name critical, capacity or both"#
+            ]],
+        );
+        check(
+            "{url: 'http://s/', hmac_secret: a, hmac_secret_file: b}",
+            expect![[
+                r#"/etc/argus/alertd.yml:5: receivers[0].scheduler_configs[0].hmac_secret: hmac_secret and hmac_secret_file exclude each other"#
+            ]],
+        );
+        check(
+            "{url: 'http://s/', http_config: {authorization: {type: Bearer}}}",
+            expect![[
+                r#"/etc/argus/alertd.yml:5: receivers[0].scheduler_configs[0].http_config.authorization.credentials: missing"#
+            ]],
+        );
+        check(
+            "{url: 'http://s/', http_config: {proxy_url: 'http://p/'}}",
+            expect![[
+                r#"/etc/argus/alertd.yml:5: receivers[0].scheduler_configs[0].http_config: unknown field `proxy_url`, expected `authorization` or `tls_config`"#
+            ]],
+        );
+    }
+
+    #[test]
+    fn the_pipeline_sees_only_schedulers_taking_critical_events() {
+        let src = "route: {receiver: s}\nreceivers:\n  - name: s\n    scheduler_configs:\n      - {url: 'http://a/', events: [capacity]}\n      - {url: 'http://b/'}\n";
+        let c = parse(src, "alertd.yml").unwrap();
+        let kinds: Vec<_> = c.receivers["s"].integrations().iter().map(|i| format!("{}/{}", i.kind, i.index)).collect();
+        assert_eq!(kinds, ["scheduler/1"]);
+        assert_eq!(crate::deliver::build(&c).unwrap().keys().collect::<Vec<_>>(), ["s/scheduler/0", "s/scheduler/1"]);
+    }
+}

@@ -1,0 +1,204 @@
+//! The scheduler integration (`scheduler_configs`, alertd's own): critical events and the analyzer's
+//! capacity plans to a cluster scheduler's endpoint, as one versioned JSON shape
+//! (docs/format/scheduler.md) signed like the webhook's (`sha256=<hex HMAC-SHA256>`), with the
+//! outbox's idempotency key in both the `Idempotency-Key` header and the body. Everything goes
+//! through the outbox and its retries, as for every other receiver. Remediation of GPU faults, when
+//! enabled, is an integration of its own beside it ([`remediation`]).
+
+pub mod capacity;
+pub mod remediation;
+
+use super::webhook::sign_hex;
+use super::{BoxFuture, DeliverError, HttpTarget, Integration};
+use crate::notify::Notification;
+use crate::time::Timestamp;
+use crate::webhook::Message;
+use argus_model::Secret;
+use capacity::CapacityPlan;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The version of the body's shape; a change that breaks a reader gets a new one.
+pub const VERSION: &str = "1";
+
+/// A validated `scheduler_configs` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedulerConfig {
+    /// A secret, as the webhook's: scheduler URLs may carry tokens.
+    pub url: Secret,
+    /// Signs each body with HMAC-SHA256 in `signature_header`.
+    pub hmac_secret: Option<SecretSource>,
+    pub signature_header: String,
+    /// `http_config.authorization`: the `Authorization` header's scheme and credentials.
+    pub authorization: Option<(String, SecretSource)>,
+    /// `http_config.tls_config.ca_file`, trusted besides the global CAs.
+    pub ca_file: Option<PathBuf>,
+    /// `events: [critical]`: alerts routed to the receiver.
+    pub critical: bool,
+    /// `events: [capacity]`: the analyzer's capacity plans, on change.
+    pub capacity: bool,
+    /// Default true, as the webhook's.
+    pub send_resolved: bool,
+    pub timeout: Duration,
+    /// GPU fault remediation; None unless enabled with a target.
+    pub remediation: Option<remediation::RemediationConfig>,
+}
+
+/// A secret written in the configuration, or the file it is read from when receivers are built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SecretSource {
+    Inline(Secret),
+    File(PathBuf),
+}
+
+impl SecretSource {
+    /// The secret; a file's trailing newline is not part of it.
+    pub fn read(&self) -> Result<Secret, String> {
+        match self {
+            SecretSource::Inline(s) => Ok(s.clone()),
+            SecretSource::File(p) => match std::fs::read_to_string(p) {
+                Ok(s) => Ok(Secret::new(s.trim_end_matches(['\n', '\r']))),
+                Err(e) => Err(format!("{}: {e}", p.display())),
+            },
+        }
+    }
+}
+
+/// What a message is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A group notification of alerts routed to the receiver.
+    Event,
+    /// A pool's capacity plan that changed.
+    Capacity,
+    /// GPU faults to take nodes out of scheduling for (kept in the outbox, carried out by alertd).
+    Remediation,
+}
+
+/// The body sent to a scheduler (docs/format/scheduler.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Body {
+    /// Always [`VERSION`].
+    pub version: String,
+    pub kind: Kind,
+    /// The same as the `Idempotency-Key` header: a repeat carries the same key.
+    #[serde(rename = "idempotencyKey")]
+    pub idempotency_key: String,
+    pub receiver: String,
+    /// When the notification was made, or the plan's time.
+    pub at: Timestamp,
+    /// `kind: event`: the group notification, as the webhook's v4 message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Message>,
+    /// `kind: capacity`: the plan, as `GET /api/v1/capacity` shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityPlan>,
+    /// `kind: remediation`: the faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation: Option<remediation::Request>,
+}
+
+/// One scheduler endpoint.
+pub struct Scheduler {
+    pub receiver: String,
+    pub target: HttpTarget,
+    pub hmac_secret: Option<Secret>,
+    pub signature_header: String,
+    /// The whole `Authorization` header value.
+    pub authorization: Option<Secret>,
+    /// Whether it takes capacity plans.
+    pub capacity: bool,
+}
+
+impl Scheduler {
+    /// The integration of `receiver`'s scheduler config `i`: its secrets read, its client trusting
+    /// the global CAs (`global`) and its own.
+    pub fn build(
+        receiver: &str,
+        i: usize,
+        s: &SchedulerConfig,
+        client: &reqwest::Client,
+        global: &[(&str, &std::path::Path)],
+    ) -> Result<Scheduler, DeliverError> {
+        let field = format!("receivers {receiver:?} scheduler_configs[{i}]");
+        let bad = |what: &str, e: String| DeliverError::Request(format!("{field}.{what}: {e}"));
+        let client = match &s.ca_file {
+            None => client.clone(),
+            Some(p) => {
+                let mut cas = global.to_vec();
+                cas.push(("http_config.tls_config.ca_file", p.as_path()));
+                super::http_client(&cas).map_err(|e| DeliverError::Request(format!("{field}: {e}")))?
+            }
+        };
+        let authorization = match &s.authorization {
+            None => None,
+            Some((kind, src)) => {
+                let cred = src.read().map_err(|e| bad("http_config.authorization", e))?;
+                Some(Secret::new(format!("{kind} {}", cred.expose())))
+            }
+        };
+        let hmac_secret = s.hmac_secret.as_ref().map(|h| h.read()).transpose().map_err(|e| bad("hmac_secret", e))?;
+        Ok(Scheduler {
+            receiver: receiver.to_string(),
+            target: HttpTarget { client, url: s.url.clone(), timeout: s.timeout },
+            hmac_secret,
+            signature_header: s.signature_header.clone(),
+            authorization,
+            capacity: s.capacity,
+        })
+    }
+
+    fn body(&self, b: &Body) -> Result<Vec<u8>, DeliverError> {
+        serde_json::to_vec(b).map_err(|e| DeliverError::Render(e.to_string()))
+    }
+}
+
+impl Integration for Scheduler {
+    fn render(&self, n: &Notification) -> Result<Vec<u8>, DeliverError> {
+        self.body(&Body {
+            version: VERSION.into(),
+            kind: Kind::Event,
+            idempotency_key: crate::outbox::idempotency_key(n),
+            receiver: n.receiver.clone(),
+            at: n.at,
+            event: Some(n.message.clone()),
+            capacity: None,
+            remediation: None,
+        })
+    }
+
+    fn render_capacity(&self, plan: &CapacityPlan, key: &str) -> Option<Result<Vec<u8>, DeliverError>> {
+        if !self.capacity {
+            return None;
+        }
+        Some(self.body(&Body {
+            version: VERSION.into(),
+            kind: Kind::Capacity,
+            idempotency_key: key.to_string(),
+            receiver: self.receiver.clone(),
+            at: Timestamp::from_millis(plan.timestamp_ms),
+            event: None,
+            capacity: Some(plan.clone()),
+            remediation: None,
+        }))
+    }
+
+    fn send<'a>(&'a self, body: &'a [u8], key: &'a str) -> BoxFuture<'a, Result<(), DeliverError>> {
+        Box::pin(async move {
+            let mut headers = Vec::new();
+            if let Some(secret) = &self.hmac_secret {
+                headers.push((self.signature_header.as_str(), format!("sha256={}", sign_hex(secret, body))));
+            }
+            if let Some(auth) = &self.authorization {
+                headers.push(("Authorization", auth.expose().to_string()));
+            }
+            self.target.post(self.target.url.expose(), key, &headers, body).await?;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

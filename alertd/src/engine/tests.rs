@@ -1,0 +1,99 @@
+use super::*;
+use crate::nflog::MemLog;
+use crate::notify::Recorder;
+use crate::silence::MemSilences;
+
+const T0: Timestamp = Timestamp(1_600_000_000_000);
+
+fn at(s: u64) -> Timestamp {
+    T0 + Duration::from_secs(s)
+}
+
+fn config(extra_route: &str) -> Config {
+    let text = format!(
+        r#"
+route:
+  receiver: team
+  group_by: [alertname]
+  group_wait: 30s
+  group_interval: 5m
+  repeat_interval: 1h
+  routes:
+    - matchers: ['severity="page"']
+      receiver: team
+      continue: true
+{extra_route}
+receivers:
+  - {{name: team, webhook_configs: [{{url: 'http://localhost:5001/'}}]}}
+  - {{name: pager, webhook_configs: [{{url: 'http://localhost:5002/'}}]}}
+"#
+    );
+    crate::config::parse(&text, "test.yml").unwrap()
+}
+
+fn alert(name: &str) -> PostableAlert {
+    PostableAlert {
+        labels: [("alertname", name), ("severity", "page")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        annotations: Default::default(),
+        starts_at: None,
+        ends_at: None,
+        generator_url: String::new(),
+    }
+}
+
+fn sent(rec: &Recorder) -> Vec<String> {
+    rec.take().iter().map(|n| format!("{} {}", (n.at.0 - T0.0) / 1000, n.receiver)).collect()
+}
+
+#[test]
+fn reload_keeps_the_state_of_groups_whose_routes_remain() {
+    let rec = Arc::new(Recorder::default());
+    let mut e = Engine::new(config(""), Arc::new(MemSilences::default()), Arc::new(MemLog::default()), rec.clone());
+    e.post(at(0), vec![alert("A")]).unwrap();
+    e.advance(at(60));
+    assert_eq!(sent(&rec), ["30 team"]);
+
+    // A new route to `pager`: its group is new and, its alert being older than group_wait, flushes
+    // at once; the route to `team` remains, and its notification log holds back a second message.
+    let rec2 = Arc::new(Recorder::default());
+    let extra = "    - {matchers: ['severity=\"page\"'], receiver: pager}";
+    e.reload(config(extra), rec2.clone(), at(100));
+    e.advance(at(100));
+    assert_eq!(sent(&rec2), ["100 pager"]);
+    assert!(rec.take().is_empty());
+    // Both groups go on from their flush at 100s: the alert times out (resolve_timeout 5m) and each
+    // sends it resolved, `team` too, its firing notification being in the kept log.
+    e.advance(at(400));
+    let mut got = sent(&rec2);
+    got.sort();
+    assert_eq!(got, ["400 pager", "400 team"]);
+}
+
+#[test]
+fn housekeeping_prunes_finished_outbox_entries_after_the_retention() {
+    use crate::deliver::{self, Deliverer, RetryPolicy};
+    use crate::outbox::{Outbox, State};
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = Arc::new(Outbox::open(&dir.path().join("alertd.db")).unwrap());
+    let cfg = config("");
+    let deliverer = Deliverer::new(outbox.clone(), deliver::build(&cfg).unwrap(), RetryPolicy::default());
+    let notifier = Arc::new(deliverer.notifier());
+    let mut e = Engine::new(cfg, Arc::new(MemSilences::default()), Arc::new(MemLog::default()), notifier);
+    e.post(at(0), vec![alert("A"), alert("B")]).unwrap();
+    e.advance(at(30));
+    let first = outbox.next("team/webhook/0").unwrap().unwrap();
+    outbox.finish(first.id, State::Delivered, None, at(40).millis()).unwrap();
+    assert_eq!((outbox.count(State::Delivered).unwrap(), outbox.count(State::Pending).unwrap()), (1, 1));
+
+    let retention = NFLOG_RETENTION.as_secs();
+    e.advance(at(40 + retention - GC_EVERY.as_secs()));
+    assert_eq!(outbox.count(State::Delivered).unwrap(), 1, "kept within the retention");
+    let pending = outbox.count(State::Pending).unwrap();
+    assert!(pending >= 1);
+    e.advance(at(40 + retention + 1));
+    assert_eq!(outbox.count(State::Delivered).unwrap(), 0, "pruned after it");
+    assert_eq!(outbox.count(State::Pending).unwrap(), pending, "pending entries stay, however old");
+}

@@ -1,0 +1,83 @@
+//! Capacity plans handed to alertd, which sends them to the scheduler receivers that take them. A
+//! pool's plan is handed over on its first plan and whenever its recommended capacity changes, not
+//! every round; a hand-over that fails is tried again at the pool's next plan.
+
+use crate::capacity::Recommendation;
+use argus_store::backend::BoxFuture;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where changed plans go: alertd in this process, or one over HTTP.
+pub trait CapacityOut: Send + Sync {
+    fn push(&self, plans: Vec<Recommendation>) -> BoxFuture<'_, Result<(), String>>;
+}
+
+/// The body of `POST /api/v1/scheduler/capacity`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct CapacityPush {
+    pub plans: Vec<Recommendation>,
+}
+
+/// Posts to alertd's `POST /api/v1/scheduler/capacity`.
+pub struct HttpCapacityOut {
+    client: reqwest::Client,
+    url: String,
+}
+
+impl HttpCapacityOut {
+    /// `base` is alertd's URL, e.g. `http://alertd:9700`.
+    pub fn new(base: &str) -> Result<HttpCapacityOut, String> {
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().map_err(|e| e.to_string())?;
+        Ok(HttpCapacityOut { client, url: format!("{}/api/v1/scheduler/capacity", base.trim_end_matches('/')) })
+    }
+}
+
+impl CapacityOut for HttpCapacityOut {
+    fn push(&self, plans: Vec<Recommendation>) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            let body = CapacityPush { plans };
+            let r = self.client.post(&self.url).json(&body).send().await.map_err(|e| format!("{}: {e}", self.url))?;
+            let status = r.status();
+            if status.is_success() {
+                return Ok(());
+            }
+            let body = r.text().await.unwrap_or_default();
+            Err(format!("{} answered {status}: {}", self.url, body.chars().take(300).collect::<String>()))
+        })
+    }
+}
+
+/// Hands plans over when they change.
+pub(super) struct Pusher {
+    out: Arc<dyn CapacityOut>,
+    /// The recommended capacity last handed over, by pool.
+    pushed: BTreeMap<String, u64>,
+}
+
+impl Pusher {
+    pub(super) fn new(out: Arc<dyn CapacityOut>) -> Pusher {
+        Pusher { out, pushed: BTreeMap::new() }
+    }
+
+    /// Hands over the plans in `recs` whose recommended capacity differs from the last handed over.
+    pub(super) async fn push(&mut self, recs: &[Recommendation]) {
+        let changed: Vec<Recommendation> =
+            recs.iter().filter(|r| self.pushed.get(&r.pool) != Some(&r.recommended)).cloned().collect();
+        if changed.is_empty() {
+            return;
+        }
+        let pools: Vec<(String, u64)> = changed.iter().map(|r| (r.pool.clone(), r.recommended)).collect();
+        match self.out.push(changed).await {
+            Ok(()) => {
+                for (pool, recommended) in pools {
+                    tracing::info!(%pool, recommended, "Capacity plan changed, handed to alertd");
+                    self.pushed.insert(pool, recommended);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(pools = pools.len(), %error, "Handing capacity plans to alertd failed, will retry")
+            }
+        }
+    }
+}
