@@ -75,16 +75,16 @@ impl LstmForecaster {
     pub fn to_json(&self) -> Option<serde_json::Value> {
         use base64::Engine;
         let bytes = self.to_bytes()?;
-        Some(serde_json::json!({ "format": "ARGUSLTM", "bytes": base64::engine::general_purpose::STANDARD.encode(bytes) }))
+        Some(
+            serde_json::json!({ "format": "ARGUSLTM", "bytes": base64::engine::general_purpose::STANDARD.encode(bytes) }),
+        )
     }
 
     /// Reads back what [`to_json`](Self::to_json) wrote.
     pub fn from_json(state: serde_json::Value) -> Result<LstmForecaster, String> {
         use base64::Engine;
-        let text = state
-            .get("bytes")
-            .and_then(|b| b.as_str())
-            .ok_or_else(|| "LSTM state: no \"bytes\" string".to_string())?;
+        let text =
+            state.get("bytes").and_then(|b| b.as_str()).ok_or_else(|| "LSTM state: no \"bytes\" string".to_string())?;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
             .map_err(|e| format!("LSTM state: bytes are not base64: {e}"))?;
