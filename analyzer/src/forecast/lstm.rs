@@ -61,7 +61,7 @@ impl Default for LstmConfig {
             learning_rate: 3e-3,
             patience: 3,
             validation_fraction: 0.1,
-            seed: 0x4172_6775_73,
+            seed: 0x0041_7267_7573,
         }
     }
 }
