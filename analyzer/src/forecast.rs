@@ -62,5 +62,6 @@ pub mod baseline;
 pub mod calibrate;
 pub mod ets;
 pub mod linear;
+pub mod lstm;
 pub mod mstl;
 pub mod select;

@@ -28,6 +28,8 @@ pub fn run(args: ForecastArgs) -> Result<()> {
         json: args.json,
         plot: args.plot,
     };
+    // The LSTM's training progress as a bar, when someone is watching.
+    argus_analyzer::forecast::lstm::show_progress_bar(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let report = argus_analyzer::eval::forecast::run(&options).map_err(|e| anyhow!(e))?;
     print!("{report}");
     Ok(())

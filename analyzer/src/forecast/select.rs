@@ -7,6 +7,7 @@ use super::baseline::{Naive, SeasonalNaive};
 use super::calibrate::{Band, Calibrated, Volatility};
 use super::ets::Ets;
 use super::linear::Linear;
+use super::lstm::{LstmConfig, LstmForecaster};
 use super::mstl::Mstl;
 use super::{Forecast, ForecastError, Forecaster, Regular};
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,7 @@ pub const MODELS: &[(&str, Build)] = &[
     ("ets", |c| Box::new(Calibrated::new("ets", Ets::new(2 * c.day()), c.horizon))),
     ("mstl", |c| Box::new(Calibrated::new("mstl", Mstl::new(vec![c.day()], 7 * c.day(), 2 * c.day()), c.horizon))),
     ("linear", |c| Box::new(Calibrated::new("linear", Linear::new(c.horizon, c.day()), c.horizon))),
+    ("lstm", |c| Box::new(LstmForecaster::new(LstmConfig { horizon: c.horizon, ..LstmConfig::default() }))),
 ];
 
 /// All registered models, built for `config`.
@@ -59,6 +61,7 @@ pub fn load_model(name: &str, state: serde_json::Value) -> Option<Result<Box<dyn
         "ets" => load::<Ets>(state),
         "mstl" => load::<Mstl>(state),
         "linear" => load::<Linear>(state),
+        "lstm" => LstmForecaster::from_json(state).map(|m| Box::new(m) as Box<dyn Forecaster>),
         _ => return None,
     })
 }
@@ -271,6 +274,7 @@ impl Forecaster for Selected {
         };
         // The models themselves, in the weights' order: those the choice uses refitted on the whole
         // history; the others (kept so that a later refit and the saved state list every candidate) are
+        // their probes, caught up with the last points, which saves refitting an unused LSTM.
         let mut models = Vec::with_capacity(m_count);
         for (m, mut probe) in probes.into_iter().enumerate() {
             if mean_weight[m] > 0.0 {
