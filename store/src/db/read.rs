@@ -5,7 +5,7 @@
 //! together — what a dashboard's 6 h and 24 h panels over all GPUs need.
 
 use super::{Db, DbError, Series, matches, merge_into};
-use crate::block::{Block, Scratch};
+use crate::block::{Block, ChunkCache, Scratch};
 use crate::head::{SeriesSamples, in_range};
 use argus_model::{Labels, Matcher, Sample};
 use std::collections::HashMap;
@@ -81,7 +81,9 @@ impl Db {
                 samples.clear();
                 for src in &p.srcs {
                     let read = match *src {
-                        Src::Block(b, id) => read_block(&blocks[b], id, mint, maxt, &mut scratch, &mut samples),
+                        Src::Block(b, id) => {
+                            read_block(&blocks[b], id, mint, maxt, &self.shared.cache, &mut scratch, &mut samples)
+                        }
                         Src::Mem(i) => {
                             merge_into(&mut samples, &mem[i].1);
                             Ok(())
@@ -152,11 +154,12 @@ fn read_block(
     id: u32,
     mint: i64,
     maxt: i64,
+    cache: &ChunkCache,
     scratch: &mut Scratch,
     samples: &mut Vec<Sample>,
 ) -> Result<(), DbError> {
     let before = samples.len();
-    block.read(id, mint, maxt, scratch, samples)?;
+    block.read(id, mint, maxt, Some(cache), scratch, samples)?;
     if before > 0 && samples.len() > before && samples[before].t <= samples[before - 1].t {
         // Overlapping blocks (out-of-order data): rare, so the extra copy does not matter.
         let newer = samples.split_off(before);

@@ -102,17 +102,30 @@ fn millis(f: u64, out: &mut String) {
 #[derive(Default)]
 struct Stamps {
     secs: u64,
-    digits: [u8; 20],
+    /// The seconds' digits, then `.` and three millisecond digits when the time is not whole.
+    digits: [u8; 24],
+    /// Digits of the seconds.
     len: usize,
+    /// Bytes of the whole text.
+    end: usize,
 }
 
 impl Stamps {
     fn write(&mut self, t: i64, out: &mut String) {
+        match self.text(t) {
+            // Only ASCII digits and `.` are ever written to `digits`.
+            Some(s) => out.push_str(std::str::from_utf8(s).unwrap_or_default()),
+            None => timestamp(t, out),
+        }
+    }
+
+    /// The text of `t`, or None for a time before 1970 (left to [`timestamp`]).
+    fn text(&mut self, t: i64) -> Option<&[u8]> {
         if t < 0 {
             self.len = 0;
-            return timestamp(t, out);
+            return None;
         }
-        let (secs, frac) = ((t / 1000) as u64, (t % 1000) as u64);
+        let (secs, frac) = ((t / 1000) as u64, t % 1000);
         if self.len == 0 || secs < self.secs || !self.advance(secs - self.secs) {
             let mut b = itoa::Buffer::new();
             let s = b.format(secs);
@@ -120,11 +133,14 @@ impl Stamps {
             self.len = s.len();
         }
         self.secs = secs;
-        // Only ASCII digits are ever written to `digits`.
-        if let Ok(s) = std::str::from_utf8(&self.digits[..self.len]) {
-            out.push_str(s);
+        self.end = self.len;
+        if frac != 0 {
+            let f = (t % 1000) as u16;
+            let d = [b'.', b'0' + (f / 100) as u8, b'0' + (f / 10 % 10) as u8, b'0' + (f % 10) as u8];
+            self.digits[self.len..self.len + 4].copy_from_slice(&d);
+            self.end += 4;
         }
-        millis(frac, out);
+        Some(&self.digits[..self.end])
     }
 
     /// Adds `carry` to the digits; false when the number would need another digit.
@@ -182,6 +198,41 @@ fn point(s: &Sample, out: &mut String) {
     out.push_str("\"]");
 }
 
+/// The `[t,"v"]` pairs of one series, comma-separated. Each pair is assembled in a small array and
+/// copied once; gauges often repeat a value from step to step, so each distinct value is formatted once.
+fn values(samples: &[Sample], out: &mut String) {
+    let mut stamps = Stamps::default();
+    let mut text = String::new();
+    let mut bits = None;
+    for (j, s) in samples.iter().enumerate() {
+        if bits != Some(s.v.to_bits()) {
+            text.clear();
+            format_value(s.v, &mut text);
+            bits = Some(s.v.to_bits());
+        }
+        let open: &[u8] = if j > 0 { b",[" } else { b"[" };
+        match stamps.text(s.t) {
+            Some(stamp) if text.len() <= 32 => {
+                let mut buf = [0u8; 64];
+                let mut n = 0;
+                for part in [open, stamp, b",\"", text.as_bytes(), b"\"]"] {
+                    buf[n..n + part.len()].copy_from_slice(part);
+                    n += part.len();
+                }
+                // Only ASCII is ever written to `buf`.
+                out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or_default());
+            }
+            _ => {
+                out.push_str(if j > 0 { ",[" } else { "[" });
+                stamps.write(s.t, out);
+                out.push_str(",\"");
+                out.push_str(&text);
+                out.push_str("\"]");
+            }
+        }
+    }
+}
+
 /// The whole success envelope of a query result.
 pub fn query_result(v: &Value) -> String {
     let mut out = String::with_capacity(256);
@@ -210,30 +261,7 @@ pub fn query_result(v: &Value) -> String {
                 out.push_str("{\"metric\":");
                 metric(l, &mut out);
                 out.push_str(",\"values\":[");
-                // Gauges often repeat a value from step to step: format each distinct value once.
-                let mut last: Option<(u64, usize, usize)> = None;
-                let mut stamps = Stamps::default();
-                for (j, s) in samples.iter().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    out.push('[');
-                    stamps.write(s.t, &mut out);
-                    out.push_str(",\"");
-                    match last {
-                        Some((bits, a, b)) if bits == s.v.to_bits() => {
-                            let start = out.len();
-                            out.extend_from_within(a..b);
-                            last = Some((bits, start, out.len()));
-                        }
-                        _ => {
-                            let start = out.len();
-                            format_value(s.v, &mut out);
-                            last = Some((s.v.to_bits(), start, out.len()));
-                        }
-                    }
-                    out.push_str("\"]");
-                }
+                values(samples, &mut out);
                 out.push_str("]}");
             }
         }
