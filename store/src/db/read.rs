@@ -68,7 +68,7 @@ impl Db {
         }
         let plan = plan(&blocks, &mem, matchers, mint, maxt);
         let total: usize = plan.iter().map(|p| p.cost).sum();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
+        let threads = cores().min(MAX_THREADS);
         let stop = AtomicBool::new(false);
         let run = |part: &[Planned]| -> Result<Vec<T>, E> {
             let mut scratch = Scratch::default();
@@ -122,6 +122,13 @@ impl Db {
         }
         Ok(out)
     }
+}
+
+/// The cores this process may use, read once: `available_parallelism` reads the cgroup's files on each
+/// call, which cost a short read a few percent of its time.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Every selected series with its sources, sorted by labels.
