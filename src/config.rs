@@ -95,6 +95,8 @@ pub struct Store {
     pub max_series: Option<usize>,
     pub max_series_per_metric: Option<usize>,
     pub max_query_samples: Option<usize>,
+    /// e.g. "64MiB": decoded chunks kept for repeated reads; "0" turns the cache off
+    pub chunk_cache_size: Option<String>,
     /// e.g. "2m": a query running longer is stopped with 503
     pub query_timeout: Option<String>,
     /// Where the data lives: the embedded store (default) or a remote one. The keys above are the
@@ -288,6 +290,9 @@ impl Config {
         }
         o.max_series = s.max_series.unwrap_or(o.max_series);
         o.max_series_per_metric = s.max_series_per_metric.unwrap_or(o.max_series_per_metric);
+        if let Some(c) = &s.chunk_cache_size {
+            o.chunk_cache = Some(bytes("store.chunk_cache_size", c)? as usize);
+        }
         Ok(o)
     }
 
@@ -379,6 +384,8 @@ mod tests {
         assert!(e.contains("store.retention: \"soon\" is not a duration"), "{e}");
         let e = Config::parse("[store]\nmemory_limit = \"4 parsecs\"\n").unwrap_err();
         assert!(e.contains("store.memory_limit"), "{e}");
+        let e = Config::parse("[store]\nchunk_cache_size = \"lots\"\n").unwrap_err();
+        assert!(e.contains("store.chunk_cache_size"), "{e}");
         assert!(Config::parse("").is_ok());
     }
 

@@ -2,9 +2,11 @@
 //! samples for one time range in compressed chunks, an index of its series, and its events.
 //! Format: docs/format/block.md.
 
+pub mod cache;
 mod reader;
 mod writer;
 
+pub use cache::ChunkCache;
 pub use reader::{Block, Scratch};
 pub use writer::{BlockWriter, Lineage, write_block};
 

@@ -14,7 +14,7 @@ mod read;
 pub use append::{WriteError, WriteStats};
 pub use options::Options;
 
-use crate::block::{Block, BlockError};
+use crate::block::{Block, BlockError, ChunkCache};
 use crate::head::Head;
 use crate::metrics::Metrics;
 use crate::wal::{Record, Wal, WalError};
@@ -62,6 +62,8 @@ pub(crate) struct Shared {
     pub flush_lock: Mutex<Option<(Arc<crate::head::Frozen>, u64)>>,
     pub next_id: AtomicU64,
     pub metrics: Metrics,
+    /// Decoded chunks of recently read series (`Options::chunk_cache_bytes`).
+    pub cache: ChunkCache,
     _lock: fs::File,
 }
 
@@ -119,6 +121,7 @@ impl Db {
             blocks = blocks.len(),
             "Store opened"
         );
+        let cache = ChunkCache::new(opts.chunk_cache_bytes(), metrics.chunk_cache.clone());
         let shared = Arc::new(Shared {
             opts,
             head: RwLock::new(head),
@@ -127,6 +130,7 @@ impl Db {
             flush_lock: Mutex::new(None),
             next_id: AtomicU64::new(next_id),
             metrics,
+            cache,
             _lock: lock,
         });
         shared.update_gauges();

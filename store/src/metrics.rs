@@ -29,6 +29,7 @@ pub struct Metrics {
     pub flushes: Counter,
     pub compactions: Counter,
     pub blocks_deleted_retention: Counter,
+    pub chunk_cache: crate::block::cache::CacheMetrics,
 }
 
 impl Metrics {
@@ -61,6 +62,16 @@ impl Metrics {
             "Blocks deleted for being past retention",
             self.blocks_deleted_retention.clone(),
         );
+        let c = &self.chunk_cache;
+        r.register("chunk_cache_hits", "Chunk reads answered by the decoded-chunk cache", c.hits.clone());
+        r.register("chunk_cache_misses", "Chunk reads that decoded the chunk from its block", c.misses.clone());
+        r.register(
+            "chunk_cache_evictions",
+            "Decoded chunks dropped from the cache for its size bound",
+            c.evictions.clone(),
+        );
+        r.register("chunk_cache_bytes", "Bytes held by the decoded-chunk cache", c.bytes.clone());
+        r.register("chunk_cache_entries", "Decoded chunks held by the cache", c.entries.clone());
     }
 
     pub fn dropped(&self, reason: &str, n: u64) {

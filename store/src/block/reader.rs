@@ -1,7 +1,7 @@
 //! Reading a block: the index is loaded into memory at open (series, chunk positions, postings);
 //! chunks are read from disk on demand.
 
-use super::{BlockError, CHUNKS_MAGIC, ChunkMeta, EVENTS_MAGIC, FILE_HEADER_LEN, INDEX_MAGIC, Meta, io};
+use super::{BlockError, CHUNKS_MAGIC, ChunkCache, ChunkMeta, EVENTS_MAGIC, FILE_HEADER_LEN, INDEX_MAGIC, Meta, io};
 use crate::bytes::{DecodeError, Reader};
 use crate::chunk;
 use crate::head::SeriesSamples;
@@ -85,19 +85,40 @@ impl Block {
     }
 
     /// Appends the samples of series `id` in [mint, maxt] to `out`, decoding each overlapping chunk
-    /// once through `scratch`'s buffers.
+    /// once through `scratch`'s buffers, or taking it from `cache` (and keeping it there).
     pub fn read(
         &self,
         id: u32,
         mint: i64,
         maxt: i64,
+        cache: Option<&ChunkCache>,
         scratch: &mut Scratch,
         out: &mut Vec<Sample>,
     ) -> Result<(), BlockError> {
         let Scratch { buf, ts, vals } = scratch;
+        let chunks = self.series[id as usize].1.iter().filter(|c| c.min_time <= maxt && c.max_time >= mint);
+        if let Some(cache) = cache.filter(|c| c.enabled()) {
+            for c in chunks {
+                let samples = match cache.get(self.meta.id, c.offset) {
+                    Some(s) => s,
+                    None => {
+                        ts.clear();
+                        vals.clear();
+                        self.read_chunk(c, buf, ts, vals)?;
+                        let s: Arc<[Sample]> = ts.iter().zip(vals.iter()).map(|(t, v)| Sample::new(*t, *v)).collect();
+                        cache.insert(self.meta.id, c.offset, s.clone());
+                        s
+                    }
+                };
+                // A chunk's samples are in time order, and so are a series' chunks.
+                let (a, b) = (samples.partition_point(|s| s.t < mint), samples.partition_point(|s| s.t <= maxt));
+                out.extend_from_slice(&samples[a..b.max(a)]);
+            }
+            return Ok(());
+        }
         ts.clear();
         vals.clear();
-        for c in self.series[id as usize].1.iter().filter(|c| c.min_time <= maxt && c.max_time >= mint) {
+        for c in chunks {
             self.read_chunk(c, buf, ts, vals)?;
         }
         let (a, b) = (ts.partition_point(|t| *t < mint), ts.partition_point(|t| *t <= maxt));

@@ -10,7 +10,7 @@ fn select(b: &Block, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<S
     let mut out = Vec::new();
     for (id, _) in b.lookup(matchers, mint, maxt) {
         let mut samples = Vec::new();
-        b.read(id, mint, maxt, &mut scratch, &mut samples)?;
+        b.read(id, mint, maxt, None, &mut scratch, &mut samples)?;
         if !samples.is_empty() {
             out.push((b.labels(id).clone(), samples));
         }

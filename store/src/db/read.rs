@@ -5,7 +5,7 @@
 //! together — what a dashboard's 6 h and 24 h panels over all GPUs need.
 
 use super::{Db, DbError, Series, matches, merge_into};
-use crate::block::{Block, Scratch};
+use crate::block::{Block, ChunkCache, Scratch};
 use crate::head::{SeriesSamples, in_range};
 use argus_model::{Labels, Matcher, Sample};
 use std::collections::HashMap;
@@ -68,7 +68,7 @@ impl Db {
         }
         let plan = plan(&blocks, &mem, matchers, mint, maxt);
         let total: usize = plan.iter().map(|p| p.cost).sum();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
+        let threads = cores().min(MAX_THREADS);
         let stop = AtomicBool::new(false);
         let run = |part: &[Planned]| -> Result<Vec<T>, E> {
             let mut scratch = Scratch::default();
@@ -81,7 +81,9 @@ impl Db {
                 samples.clear();
                 for src in &p.srcs {
                     let read = match *src {
-                        Src::Block(b, id) => read_block(&blocks[b], id, mint, maxt, &mut scratch, &mut samples),
+                        Src::Block(b, id) => {
+                            read_block(&blocks[b], id, mint, maxt, &self.shared.cache, &mut scratch, &mut samples)
+                        }
                         Src::Mem(i) => {
                             merge_into(&mut samples, &mem[i].1);
                             Ok(())
@@ -122,6 +124,13 @@ impl Db {
     }
 }
 
+/// The cores this process may use, read once: `available_parallelism` reads the cgroup's files on each
+/// call, which cost a short read a few percent of its time.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Every selected series with its sources, sorted by labels.
 fn plan(blocks: &[Arc<Block>], mem: &[SeriesSamples], matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Planned> {
     let mut index: HashMap<Arc<Labels>, usize> = HashMap::new();
@@ -152,11 +161,12 @@ fn read_block(
     id: u32,
     mint: i64,
     maxt: i64,
+    cache: &ChunkCache,
     scratch: &mut Scratch,
     samples: &mut Vec<Sample>,
 ) -> Result<(), DbError> {
     let before = samples.len();
-    block.read(id, mint, maxt, scratch, samples)?;
+    block.read(id, mint, maxt, Some(cache), scratch, samples)?;
     if before > 0 && samples.len() > before && samples[before].t <= samples[before - 1].t {
         // Overlapping blocks (out-of-order data): rare, so the extra copy does not matter.
         let newer = samples.split_off(before);

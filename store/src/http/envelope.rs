@@ -44,7 +44,7 @@ pub fn query_error(e: QueryError) -> Response {
 
 /// A query result, written straight to bytes (see `json.rs`).
 pub fn value(v: &Value) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], super::json::query_result(v)).into_response()
+    ([(header::CONTENT_TYPE, "application/json")], super::json::query_result_bytes(v)).into_response()
 }
 
 /// Where no route matches: the envelope under `/api/v1/`, Go's plain text elsewhere.

@@ -102,17 +102,31 @@ fn millis(f: u64, out: &mut String) {
 #[derive(Default)]
 struct Stamps {
     secs: u64,
-    digits: [u8; 20],
+    /// The seconds' digits, then `.` and three millisecond digits when the time is not whole.
+    digits: [u8; 24],
+    /// Digits of the seconds.
     len: usize,
+    /// Bytes of the whole text.
+    end: usize,
 }
 
 impl Stamps {
     fn write(&mut self, t: i64, out: &mut String) {
+        match self.text(t) {
+            // Only ASCII digits and `.` are ever written to `digits`.
+            Some(n) => out.push_str(std::str::from_utf8(&self.digits[..n]).unwrap_or_default()),
+            None => timestamp(t, out),
+        }
+    }
+
+    /// Puts the text of `t` at the start of `digits` and returns its length; None for a time before
+    /// 1970 (left to [`timestamp`]).
+    fn text(&mut self, t: i64) -> Option<usize> {
         if t < 0 {
             self.len = 0;
-            return timestamp(t, out);
+            return None;
         }
-        let (secs, frac) = ((t / 1000) as u64, (t % 1000) as u64);
+        let (secs, frac) = ((t / 1000) as u64, t % 1000);
         if self.len == 0 || secs < self.secs || !self.advance(secs - self.secs) {
             let mut b = itoa::Buffer::new();
             let s = b.format(secs);
@@ -120,11 +134,14 @@ impl Stamps {
             self.len = s.len();
         }
         self.secs = secs;
-        // Only ASCII digits are ever written to `digits`.
-        if let Ok(s) = std::str::from_utf8(&self.digits[..self.len]) {
-            out.push_str(s);
+        self.end = self.len;
+        if frac != 0 {
+            let f = (t % 1000) as u16;
+            let d = [b'.', b'0' + (f / 100) as u8, b'0' + (f / 10 % 10) as u8, b'0' + (f % 10) as u8];
+            self.digits[self.len..self.len + 4].copy_from_slice(&d);
+            self.end += 4;
         }
-        millis(frac, out);
+        Some(self.end)
     }
 
     /// Adds `carry` to the digits; false when the number would need another digit.
@@ -182,8 +199,89 @@ fn point(s: &Sample, out: &mut String) {
     out.push_str("\"]");
 }
 
+/// The `[t,"v"]` pairs of one series, comma-separated. Each pair is assembled in a small array with
+/// copies of fixed size (which compile to a few moves, where copies of each part's own length would
+/// each call `memcpy`) and appended once; gauges often repeat a value from step to step, so each
+/// distinct value is formatted once.
+fn values(samples: &[Sample], out: &mut Vec<u8>) {
+    const VAL: usize = 32;
+    let mut stamps = Stamps::default();
+    let mut text = String::new();
+    let mut val = [0u8; VAL];
+    let mut bits = None;
+    for (j, s) in samples.iter().enumerate() {
+        if bits != Some(s.v.to_bits()) {
+            text.clear();
+            format_value(s.v, &mut text);
+            bits = Some(s.v.to_bits());
+            if text.len() <= VAL {
+                val[..text.len()].copy_from_slice(text.as_bytes());
+            }
+        }
+        match stamps.text(s.t) {
+            Some(n) if text.len() <= VAL => {
+                let mut buf = [0u8; 2 + 24 + 2 + VAL + 2];
+                buf[..2].copy_from_slice(b",[");
+                let mut at = if j > 0 { 2 } else { 1 };
+                buf[at - 1] = b'[';
+                buf[at..at + 24].copy_from_slice(&stamps.digits);
+                at += n;
+                buf[at..at + 2].copy_from_slice(b",\"");
+                at += 2;
+                buf[at..at + VAL].copy_from_slice(&val);
+                at += text.len();
+                buf[at..at + 2].copy_from_slice(b"\"]");
+                at += 2;
+                out.extend_from_slice(&buf[..at]);
+            }
+            _ => {
+                let mut part = String::with_capacity(text.len() + 32);
+                part.push_str(if j > 0 { ",[" } else { "[" });
+                stamps.write(s.t, &mut part);
+                part.push_str(",\"");
+                part.push_str(&text);
+                part.push_str("\"]");
+                out.extend_from_slice(part.as_bytes());
+            }
+        }
+    }
+}
+
+/// [`query_result`] as bytes, what the query endpoints send: a matrix's points are written as bytes,
+/// so a 24 h answer is never checked for UTF-8 (it holds ASCII only, apart from label text).
+pub fn query_result_bytes(v: &Value) -> Vec<u8> {
+    let Value::Matrix(m) = v else { return query_result_text(v).into_bytes() };
+    let mut out = Vec::with_capacity(m.iter().map(|(_, s)| s.len() * 24 + 128).sum::<usize>() + 64);
+    out.extend_from_slice(b"{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+    let mut labels = String::new();
+    for (i, (l, samples)) in m.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"metric\":");
+        labels.clear();
+        metric(l, &mut labels);
+        out.extend_from_slice(labels.as_bytes());
+        out.extend_from_slice(b",\"values\":[");
+        values(samples, &mut out);
+        out.extend_from_slice(b"]}");
+    }
+    out.extend_from_slice(b"]}}");
+    out
+}
+
 /// The whole success envelope of a query result.
 pub fn query_result(v: &Value) -> String {
+    match v {
+        // Every byte written is ASCII or comes from a `str`, so this never copies.
+        Value::Matrix(_) => String::from_utf8(query_result_bytes(v))
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        _ => query_result_text(v),
+    }
+}
+
+/// The envelope of a vector, scalar or string.
+fn query_result_text(v: &Value) -> String {
     let mut out = String::with_capacity(256);
     out.push_str("{\"status\":\"success\",\"data\":{\"resultType\":");
     match v {
@@ -200,43 +298,8 @@ pub fn query_result(v: &Value) -> String {
                 out.push('}');
             }
         }
-        Value::Matrix(m) => {
-            out.reserve(m.iter().map(|(_, s)| s.len() * 24 + 128).sum());
-            out.push_str("\"matrix\",\"result\":[");
-            for (i, (l, samples)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str("{\"metric\":");
-                metric(l, &mut out);
-                out.push_str(",\"values\":[");
-                // Gauges often repeat a value from step to step: format each distinct value once.
-                let mut last: Option<(u64, usize, usize)> = None;
-                let mut stamps = Stamps::default();
-                for (j, s) in samples.iter().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    out.push('[');
-                    stamps.write(s.t, &mut out);
-                    out.push_str(",\"");
-                    match last {
-                        Some((bits, a, b)) if bits == s.v.to_bits() => {
-                            let start = out.len();
-                            out.extend_from_within(a..b);
-                            last = Some((bits, start, out.len()));
-                        }
-                        _ => {
-                            let start = out.len();
-                            format_value(s.v, &mut out);
-                            last = Some((s.v.to_bits(), start, out.len()));
-                        }
-                    }
-                    out.push_str("\"]");
-                }
-                out.push_str("]}");
-            }
-        }
+        // Written as bytes by `query_result_bytes`.
+        Value::Matrix(_) => return query_result(v),
         Value::Scalar(x) => {
             out.push_str("\"scalar\",\"result\":[");
             timestamp(x.t, &mut out);
@@ -319,6 +382,45 @@ mod tests {
             timestamp(t, &mut b);
             assert_eq!(a, b, "{t}");
         }
+    }
+
+    #[test]
+    fn matrix_points_match_each_point_formatted_alone() {
+        // Times whole and fractional, before and after 1970, across digit-count changes; values
+        // repeated, short, long (past the fast path's 32 bytes), special.
+        let mut x = 12345u64;
+        let mut samples = Vec::new();
+        let mut t = -25_003i64;
+        for i in 0..3000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            t += [1, 10, 999, 1_000, 10_000, 9_999_999][(x >> 60) as usize % 6];
+            let v = match (x >> 33) % 9 {
+                0 => f64::NAN,
+                1 => 1e40 * (i as f64 + 1.0),
+                2 => -(i as f64) / 7.0,
+                3 => 1e-9 / (i as f64 + 1.0),
+                4 => f64::INFINITY,
+                _ => ((x >> 40) % 1000) as f64 / 10.0,
+            };
+            samples.push(Sample::new(t, v));
+            if (x >> 20).is_multiple_of(4) {
+                samples.push(Sample::new(t + 1, v));
+            }
+        }
+        let l = Arc::new(Labels::from_pairs([("job", "x")]));
+        let got = query_result(&Value::Matrix(vec![(l.clone(), samples.clone())]));
+        let mut want = String::from(
+            r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"job":"x"},"values":["#,
+        );
+        for (i, s) in samples.iter().enumerate() {
+            if i > 0 {
+                want.push(',');
+            }
+            point(s, &mut want);
+        }
+        want.push_str("]}]}}");
+        assert_eq!(got, want);
+        assert_eq!(query_result_bytes(&Value::Matrix(vec![(l, samples)])), want.into_bytes());
     }
 
     #[test]

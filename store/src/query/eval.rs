@@ -217,6 +217,40 @@ impl<'a> Ev<'a> {
         })
     }
 
+    /// A plain instant selector over every step, as a range query answers it: for each series the
+    /// (step time, value) points where [`Ev::selector`] has a value — the same lookback, stale
+    /// markers, `offset` and `@` — written in one walk over its samples, without a value slot per
+    /// step. Series without a point are left out; the point count is held to the query's limit.
+    pub fn selector_points(&self, vs: &VectorSelector) -> Result<Series, QueryError> {
+        self.check_time()?;
+        let ms = matchers_of(vs).map_err(QueryError::BadData)?;
+        let times = self.read_times(&vs.at, &vs.offset);
+        let loaded = AtomicUsize::new(0);
+        let out: Series = self.db.select_map(&ms, times[0] - LOOKBACK_MS, times[self.n - 1], |labels, samples| {
+            self.count_loaded(&loaded, samples.len())?;
+            self.check_time()?;
+            // A sample is seen by the steps from its own time up to the next sample or the end of the
+            // lookback, whichever comes first; so at most n points, and at most one per step.
+            let mut points = Vec::with_capacity(self.n);
+            let mut end = 0;
+            for (i, &te) in times.iter().enumerate() {
+                while end < samples.len() && samples[end].t <= te {
+                    end += 1;
+                }
+                if let Some(x) = visible(samples, end, te) {
+                    points.push(Sample::new(self.t(i), x.v));
+                }
+            }
+            if points.len() < points.capacity() / 2 {
+                // A sparse series must not hold a slot per step until the answer is written.
+                points.shrink_to_fit();
+            }
+            Ok::<_, QueryError>((!points.is_empty()).then(|| (labels.clone(), points)))
+        })?;
+        self.check_samples(out.iter().map(|(_, p)| p.len()).sum())?;
+        Ok(out)
+    }
+
     /// Calls `f(labels, samples, span)` for each series of a range vector — a range selector or a
     /// subquery — with stale markers dropped, and returns what it kept, in label order. A range
     /// selector streams from the store, large reads on several threads at once.
