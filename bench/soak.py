@@ -79,6 +79,8 @@ def parse_args(argv=None):
     p.add_argument("--argus-args", default="", help="extra arguments for `argus serve`")
     p.add_argument("--work-dir", default="/tmp/argus-soak", help="data directory, configuration, logs, storm file")
     p.add_argument("--out", help="JSON result (default bench/results/soak-DATE.json)")
+    p.add_argument("--memory-limit", help="[store] memory_limit for argus.toml (default: Argus' own, a quarter of "
+                   "the machine's memory)")
     p.add_argument("--writers", type=int, default=4, help="writer processes")
     p.add_argument("--batch-lines", type=int, default=5000, help="line-protocol lines per write request")
     p.add_argument("--query-rate", type=float, default=2.0, help="dashboard queries per second, all threads")
@@ -264,9 +266,13 @@ def writer_main(idx, port, nodes, t_first, t_end, interval, batch_lines, seed, o
     # start each writer's batches at its own offset in the interval, so the writers interleave
     offset = interval * idx / out["writers"] / n_batches
     q = out["queue"]
-    while tick + offset < t_end:
+    # A writer behind schedule stops at the end of the run all the same (what it could not send is the
+    # shortfall the achieved rate shows), so the result does not wait on a backlog.
+    while tick + offset < t_end and time.time() < t_end:
         ts = int(tick)
         for b in range(n_batches):
+            if time.time() >= t_end + interval:
+                break
             due = tick + offset + interval * b / n_batches
             now = time.time()
             if now < due:
@@ -522,6 +528,8 @@ def write_config(a, receiver_port):
     with open(toml, "w") as f:
         f.write(f'# bench/soak.py: the defaults, with alertd notifying the soak\'s webhook receiver\n'
                 f'[alertd]\nconfig_file = "{alertd_yml}"\n')
+        if a.memory_limit:
+            f.write(f'[store]\nmemory_limit = "{a.memory_limit}"\n')
     return toml
 
 
