@@ -248,10 +248,16 @@ impl Db {
     }
 }
 
+/// A label set as a JSON object, names in order (labels are kept sorted), written straight from the
+/// borrowed labels: the alert history writes two per alert posted.
 fn labels_json(l: &argus_model::Labels) -> String {
-    let m: serde_json::Map<String, serde_json::Value> =
-        l.iter().map(|x| (x.name.clone(), serde_json::Value::String(x.value.clone()))).collect();
-    serde_json::Value::Object(m).to_string()
+    struct Obj<'a>(&'a argus_model::Labels);
+    impl serde::Serialize for Obj<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().map(|x| (&x.name, &x.value)))
+        }
+    }
+    serde_json::to_string(&Obj(l)).unwrap_or_else(|_| "{}".into())
 }
 
 /// A notifier that records what its inner notifier sent in the history.
