@@ -22,7 +22,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceExt;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+type Error = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (config, storm, batch) = match args.as_slice() {
         [c, s] => (c, s, 64),
@@ -65,7 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 return Err(format!("POST answered {}", res.status()).into());
             }
         }
-        Ok::<Duration, Box<dyn std::error::Error>>(start.elapsed())
+        Ok::<Duration, Error>(start.elapsed())
     })?;
     let s = elapsed.as_secs_f64();
     eprintln!("{alerts} alerts in {s:.3} s: {:.0} alerts/s", alerts as f64 / s);
@@ -74,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// The storm's alerts in stream order, cut into JSON bodies of `batch` alerts, times moved so that
 /// each alert's POST happens at `now`.
-fn bodies(path: &str, batch: usize, now: Timestamp) -> Result<Vec<(usize, Vec<u8>)>, Box<dyn std::error::Error>> {
+fn bodies(path: &str, batch: usize, now: Timestamp) -> Result<Vec<(usize, Vec<u8>)>, Error> {
     let mut all = Vec::new();
     for line in std::io::BufReader::new(std::fs::File::open(path)?).lines() {
         let mut e: Value = serde_json::from_str(&line?)?;
