@@ -166,7 +166,7 @@ pub fn start(
     let reloader = Arc::new(reload::Reloader::new(
         a.config_file.clone(),
         shared.clone(),
-        reload::Parts { outbox, db: db.clone(), delivery, backend },
+        reload::Parts { outbox, db: db.clone(), delivery, backend, capacity: capacity.clone() },
         config_text.clone(),
         registry,
     ));

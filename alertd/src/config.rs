@@ -45,7 +45,13 @@ pub struct Config {
     pub rules: Option<RulesConfig>,
     /// `argus.silence_until_resolved_max`: the lifetime bound of a silence until resolved.
     pub silence_until_resolved_max: Duration,
+    /// `argus.history_retention`: how long the history database keeps incidents, notifications and
+    /// alert history.
+    pub history_retention: Duration,
 }
+
+/// `argus.history_retention` when not given.
+pub const DEFAULT_HISTORY_RETENTION: Duration = Duration::from_secs(90 * 24 * 3600);
 
 /// `argus.silence_until_resolved_max` when not given.
 pub const DEFAULT_SILENCE_UNTIL_RESOLVED_MAX: Duration = Duration::from_secs(7 * 24 * 3600);

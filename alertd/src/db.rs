@@ -83,6 +83,8 @@ CREATE TABLE IF NOT EXISTS notifications (
     payload TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS notifications_at ON notifications (at);
+-- Remediation's ledger looks actions up by integration, fault key and outcome.
+CREATE INDEX IF NOT EXISTS notifications_integration ON notifications (integration, group_key, status);
 ";
 
 #[derive(Debug, thiserror::Error)]

@@ -247,8 +247,27 @@ pub fn now_millis() -> i64 {
 /// The send stage's notifier: renders and writes to the outbox, then wakes the integration's worker.
 pub struct OutboxNotifier {
     outbox: Arc<Outbox>,
+    target: std::sync::RwLock<Target>,
+}
+
+/// The integrations a notifier renders for and the wake-ups of their workers.
+#[derive(Clone)]
+struct Target {
     integrations: Arc<Integrations>,
     wake: Arc<Wakers>,
+}
+
+impl OutboxNotifier {
+    fn target(&self) -> Target {
+        self.target.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Feeds `deliverer`'s workers from now on: a notifier handed out once (the in-process capacity
+    /// path) follows a reload's new receivers this way.
+    pub fn retarget(&self, deliverer: &Deliverer) {
+        *self.target.write().unwrap_or_else(|e| e.into_inner()) =
+            Target { integrations: deliverer.integrations.clone(), wake: deliverer.wake.clone() };
+    }
 }
 
 /// One `Notify` per integration; a wake-up sent while its worker is busy is kept for it.
@@ -270,7 +289,8 @@ impl Wakers {
 impl Notifier for OutboxNotifier {
     fn notify(&self, n: Notification) -> Result<(), NotifyError> {
         let failed = |reason: String| NotifyError::Delivery { receiver: n.receiver.clone(), reason };
-        let integration = self
+        let target = self.target();
+        let integration = target
             .integrations
             .get(&n.integration)
             .ok_or_else(|| failed(DeliverError::Unknown(n.integration.clone()).to_string()))?;
@@ -284,7 +304,7 @@ impl Notifier for OutboxNotifier {
         if !added {
             tracing::debug!(receiver = %n.receiver, integration = %n.integration, key, "Notification already in the outbox");
         }
-        self.wake.wake(&n.integration);
+        target.wake.wake(&n.integration);
         Ok(())
     }
 
@@ -345,7 +365,8 @@ impl Deliverer {
 
     /// The notifier that feeds these workers.
     pub fn notifier(&self) -> OutboxNotifier {
-        OutboxNotifier { outbox: self.outbox.clone(), integrations: self.integrations.clone(), wake: self.wake.clone() }
+        let target = Target { integrations: self.integrations.clone(), wake: self.wake.clone() };
+        OutboxNotifier { outbox: self.outbox.clone(), target: std::sync::RwLock::new(target) }
     }
 
     /// Starts one worker per integration; they run until the returned tasks are aborted. Pending

@@ -354,6 +354,7 @@ impl Engine {
         self.nflog.gc(now, NFLOG_RETENTION);
         self.silences.gc(now, NFLOG_RETENTION);
         self.notifier.gc(now, NFLOG_RETENTION);
+        self.notifier.gc_history(now, self.cfg.history_retention);
         if let Some(f) = &mut self.flap {
             f.gc(now);
         }

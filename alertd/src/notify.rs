@@ -104,6 +104,9 @@ pub trait Notifier: Send + Sync {
     /// Housekeeping, from the engine's: forgets what the notifier keeps of notifications finished
     /// `retention` or more before `now`.
     fn gc(&self, _now: crate::time::Timestamp, _retention: std::time::Duration) {}
+
+    /// Housekeeping of a notifier that keeps history: forgets history older than `retention`.
+    fn gc_history(&self, _now: crate::time::Timestamp, _retention: std::time::Duration) {}
 }
 
 /// Keeps every notification, for replay and tests.

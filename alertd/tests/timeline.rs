@@ -211,6 +211,33 @@ async fn correlated_alerts_become_one_incident_with_a_cause() {
     .assert_eq(&got);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_notified_alert_that_begins_again_joins_a_burst_but_never_leads_one() {
+    let a = [("alertname", "GpuUtilLow"), ("host", "h1")];
+    let b = [("alertname", "EccErrors"), ("host", "h1")];
+    // A is notified at 30s and resolves at 60s; at 120s it begins again together with B. With
+    // backoff_step 1 the incident's update needs two new alerts: B, and A's new episode.
+    let run = |with_b: bool| {
+        let mut burst = vec![alert(&a, None)];
+        if with_b {
+            burst.push(alert(&b, None));
+        }
+        Timeline::new(CORRELATE)
+            .push(secs(0), vec![alert(&a, None)])
+            .push(secs(60), vec![alert(&a, Some(60))])
+            .push(secs(120), burst)
+            .run(secs(600))
+    };
+    expect![[r#"
+        30s team Firing [GpuUtilLow@h1] incident=1 cause=utilization_anomaly
+        2m30s team Firing [EccErrors@h1 GpuUtilLow@h1] incident=1 cause=gpu_fault"#]]
+    .assert_eq(&run(true).await);
+    // Alone, A's new episode is no news: A was in the incident's last notification.
+    expect![[r#"
+        30s team Firing [GpuUtilLow@h1] incident=1 cause=utilization_anomaly"#]]
+    .assert_eq(&run(false).await);
+}
+
 const ESCALATE: &str = r#"
 global: {resolve_timeout: 1h}
 route:

@@ -7,7 +7,8 @@
 //!   and the notification log, so a group whose route remains does not notify again what it sent;
 //! - the delivery workers are replaced by workers for the new receivers, over the same outbox:
 //!   pending notifications are kept (a send cut short is sent again, with the same idempotency key);
-//!   those of receivers no longer configured fail, as at a restart;
+//!   those of receivers no longer configured fail, as at a restart; the capacity path of the
+//!   analyzer in the same process sends to the new receivers too;
 //! - rule groups restart, as at a process start: `for` state is restored from `ALERTS_FOR_STATE`.
 
 use super::{load_config_at, rule_groups};
@@ -33,6 +34,9 @@ pub struct Parts {
     /// The delivery counters, registered once and kept across reloads.
     pub delivery: Arc<deliver::metrics::Metrics>,
     pub backend: Arc<dyn StoreBackend>,
+    /// The notifier handed to the in-process capacity path (the analyzer's); a reload points it at
+    /// the new receivers.
+    pub capacity: Arc<deliver::OutboxNotifier>,
 }
 
 pub struct Reloader {
@@ -115,6 +119,7 @@ impl Reloader {
             .with_rate_limits(deliver::rate_limits(&cfg))
             .with_metrics(p.delivery.clone());
         let notifier = Arc::new(HistoryNotifier { inner: Arc::new(deliverer.notifier()), db: p.db.clone() });
+        p.capacity.retarget(&deliverer);
         let now = self.shared.now();
         {
             let mut engine = self.shared.lock();

@@ -190,19 +190,8 @@ pub async fn get_groups(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<J
     responses((status = 200, description = "Every alert taken in"), AmErrors))]
 pub async fn post_alerts(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>) -> Result<(), ApiError> {
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
-    let items: Vec<serde_json::Value> = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::BadRequest(format!("body is not a JSON array of alerts: {e}")))?;
-    if items.len() > s.max_alerts_per_request {
-        return Err(ApiError::OverLimit(format!(
-            "{} alerts exceed the limit of {} per request (alertd.max_alerts_per_request); send them in smaller batches",
-            items.len(),
-            s.max_alerts_per_request
-        )));
-    }
-    let mut posted = Vec::with_capacity(items.len());
-    for (i, v) in items.into_iter().enumerate() {
-        let a: PostableAlert =
-            serde_json::from_value(v).map_err(|e| ApiError::BadRequest(format!("alert {i}: {e}")))?;
+    let posted = parse_alerts(&body, s.max_alerts_per_request)?;
+    for (i, a) in posted.iter().enumerate() {
         if a.labels.len() > s.max_labels_per_alert {
             return Err(ApiError::BadRequest(format!(
                 "alert {i}: {} labels exceed the limit of {} per alert (alertd.max_labels_per_alert)",
@@ -210,17 +199,18 @@ pub async fn post_alerts(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>
                 s.max_labels_per_alert
             )));
         }
-        posted.push(a);
     }
     let now = s.engine.now();
+    // Validated outside the engine's lock; a reload in between changes only the resolve timeout of
+    // alerts received at that very moment.
+    let rt = s.engine.lock().config().resolve_timeout;
+    let mut alerts = Vec::with_capacity(posted.len());
+    for (i, p) in posted.into_iter().enumerate() {
+        alerts.push(p.into_alert(now, rt).map_err(|err| ApiError::BadRequest(format!("alert {i}: {err}")))?);
+    }
+    let fps: Vec<_> = alerts.iter().map(Alert::fingerprint).collect();
     let stored = {
         let mut e = s.engine.lock();
-        let rt = e.config().resolve_timeout;
-        let mut alerts = Vec::with_capacity(posted.len());
-        for (i, p) in posted.into_iter().enumerate() {
-            alerts.push(p.into_alert(now, rt).map_err(|err| ApiError::BadRequest(format!("alert {i}: {err}")))?);
-        }
-        let fps: Vec<_> = alerts.iter().map(Alert::fingerprint).collect();
         e.advance(now);
         e.ingest(now, alerts);
         e.advance(now);
@@ -233,6 +223,29 @@ pub async fn post_alerts(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>
         tracing::error!(%error, "Alert history write failed");
     }
     Ok(())
+}
+
+/// The posted alerts, at most `max` of them. A valid body is read in one pass; only a refused one is
+/// read again, alert by alert, for an error that names the alert at fault by its position.
+fn parse_alerts(body: &[u8], max: usize) -> Result<Vec<PostableAlert>, ApiError> {
+    let over = |n: usize| {
+        ApiError::OverLimit(format!(
+            "{n} alerts exceed the limit of {max} per request (alertd.max_alerts_per_request); send them in smaller batches"
+        ))
+    };
+    if let Ok(posted) = serde_json::from_slice::<Vec<PostableAlert>>(body) {
+        return if posted.len() > max { Err(over(posted.len())) } else { Ok(posted) };
+    }
+    let items: Vec<serde_json::Value> = serde_json::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("body is not a JSON array of alerts: {e}")))?;
+    if items.len() > max {
+        return Err(over(items.len()));
+    }
+    let mut posted = Vec::with_capacity(items.len());
+    for (i, v) in items.into_iter().enumerate() {
+        posted.push(serde_json::from_value(v).map_err(|e| ApiError::BadRequest(format!("alert {i}: {e}")))?);
+    }
+    Ok(posted)
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

@@ -400,6 +400,8 @@ pub struct Argus {
     pub rules: Option<Rules>,
     /// The longest a silence until resolved lasts when its alerts never resolve (default 7d).
     pub silence_until_resolved_max: Option<String>,
+    /// How long incidents, notifications and alert history are kept (default 90d).
+    pub history_retention: Option<String>,
 }
 
 /// `argus.escalation[]`: an unacknowledged incident notified to another receiver after a delay.

@@ -96,7 +96,7 @@ fn bad_input_names_line_and_field() {
     check(
         &format!("route:\n  receiver: r\n{r}argus:\n  storm: {{}}\n"),
         expect![
-            "alertd.yml:7: argus: unknown field `storm`, expected one of `external_url`, `flap`, `correlation`, `escalation`, `rules`, `silence_until_resolved_max`"
+            "alertd.yml:7: argus: unknown field `storm`, expected one of `external_url`, `flap`, `correlation`, `escalation`, `rules`, `silence_until_resolved_max`, `history_retention`"
         ],
     );
     check(

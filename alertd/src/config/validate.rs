@@ -351,6 +351,16 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         return Err(c.err("argus.silence_until_resolved_max", "silence_until_resolved_max", "must be greater than 0"));
     }
 
+    let history_retention = c.duration(
+        "argus.history_retention",
+        "history_retention",
+        &argus.history_retention,
+        super::DEFAULT_HISTORY_RETENTION,
+    )?;
+    if history_retention.is_zero() {
+        return Err(c.err("argus.history_retention", "history_retention", "must be greater than 0"));
+    }
+
     Ok(Config {
         ca_file: ca_file(&c, g.http_config.as_ref())?,
         resolve_timeout,
@@ -364,6 +374,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         escalation,
         rules,
         silence_until_resolved_max,
+        history_retention,
     })
 }
 

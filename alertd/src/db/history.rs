@@ -136,6 +136,21 @@ impl Db {
         Ok(())
     }
 
+    /// Deletes the history older than `before`: notifications sent, incidents last notified and
+    /// alerts last updated before it (remediation records included: a fault that old is acted on
+    /// again if it is still present). The rows deleted.
+    pub fn prune_history(&self, before: Timestamp) -> Result<usize, DbError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let mut n = tx.execute("DELETE FROM notifications WHERE at < ?1", params![before.0])?;
+        // An incident's last notification is as old as the incident row's `last_notified_at`, so
+        // no notification kept names an incident deleted here.
+        n += tx.execute("DELETE FROM incidents WHERE last_notified_at < ?1", params![before.0])?;
+        n += tx.execute("DELETE FROM alert_history WHERE updated_at < ?1", params![before.0])?;
+        tx.commit()?;
+        Ok(n)
+    }
+
     /// Records a notification sent, and the incident it notified (made on its first notification).
     pub fn record_notification(&self, n: &Notification) -> Result<(), DbError> {
         let payload = serde_json::to_string(&n.message)
@@ -248,10 +263,16 @@ impl Db {
     }
 }
 
+/// A label set as a JSON object, names in order (labels are kept sorted), written straight from the
+/// borrowed labels: the alert history writes two per alert posted.
 fn labels_json(l: &argus_model::Labels) -> String {
-    let m: serde_json::Map<String, serde_json::Value> =
-        l.iter().map(|x| (x.name.clone(), serde_json::Value::String(x.value.clone()))).collect();
-    serde_json::Value::Object(m).to_string()
+    struct Obj<'a>(&'a argus_model::Labels);
+    impl serde::Serialize for Obj<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().map(|x| (&x.name, &x.value)))
+        }
+    }
+    serde_json::to_string(&Obj(l)).unwrap_or_else(|_| "{}".into())
 }
 
 /// A notifier that records what its inner notifier sent in the history.
@@ -273,5 +294,13 @@ impl Notifier for HistoryNotifier {
 
     fn gc(&self, now: Timestamp, retention: std::time::Duration) {
         self.inner.gc(now, retention);
+    }
+
+    fn gc_history(&self, now: Timestamp, retention: std::time::Duration) {
+        match self.db.prune_history(now - retention) {
+            Ok(0) => {}
+            Ok(rows) => tracing::info!(rows, "History pruned"),
+            Err(error) => tracing::error!(%error, "History pruning failed"),
+        }
     }
 }

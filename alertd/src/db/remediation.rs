@@ -71,5 +71,15 @@ mod tests {
         assert_eq!((rows[0].integration.as_str(), rows[0].status.as_str()), (it, "dry_run"));
         assert_eq!(rows[0].payload["fault"]["node"], "gpu-node-07");
         assert_eq!(rows[0].payload["target"], "slurm");
+        // The ledger's lookup is an index search, not a scan of the whole history.
+        let plan: String = db
+            .conn()
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT 1 FROM notifications WHERE integration = ?1 AND group_key = ?2 AND status = ?3 LIMIT 1",
+                params![it, "remediation:k", "dry_run"],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("INDEX notifications_integration"), "{plan}");
     }
 }

@@ -256,3 +256,29 @@ receivers:
     // the second sibling's receiver, never told, now is.
     assert_eq!(rec.take().iter().map(|n| n.receiver.clone()).collect::<Vec<_>>(), ["pager"]);
 }
+
+#[test]
+fn history_older_than_the_retention_is_pruned() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(dir.path()).unwrap());
+    let cfg = format!("{CONFIG}argus:\n  correlation: {{labels: [host]}}\n  history_retention: 1h\n");
+    let cfg = crate::config::parse(&cfg, "test.yml").unwrap();
+    let rec = Arc::new(Recorder::default());
+    let notifier = Arc::new(HistoryNotifier { inner: rec.clone(), db: db.clone() });
+    let silences = Arc::new(DbSilences::load(db.clone()).unwrap());
+    let mut e = Engine::new(cfg, silences, Arc::new(DbLog::load(db.clone()).unwrap()), notifier);
+    db.record_alerts(&[alert("A", "h1").into_alert(at(0), Duration::from_secs(300)).unwrap()]).unwrap();
+    assert_eq!(run(&mut e, &rec, at(0), vec![alert("A", "h1")], at(60)), vec!["A"]);
+    let count = |table: &str| -> i64 {
+        db.conn().query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!((count("notifications"), count("incidents"), count("alert_history")), (1, 1, 1));
+    // Two hours on, the engine's housekeeping drops what is older than an hour; B's rows are new.
+    db.record_alerts(&[alert("B", "h2").into_alert(at(7200), Duration::from_secs(300)).unwrap()]).unwrap();
+    // (A's resolution goes out first, at 330 s, and is as old as its firing.)
+    assert_eq!(run(&mut e, &rec, at(7200), vec![alert("B", "h2")], at(7300)), vec!["A", "B"]);
+    assert_eq!((count("notifications"), count("incidents"), count("alert_history")), (1, 1, 1));
+    let kept = db.notifications(Range { start: T0, end: at(8000), limit: 10 }, None).unwrap();
+    assert_eq!(kept[0].at, at(7230));
+    assert!(crate::config::parse(&format!("{CONFIG}argus:\n  history_retention: 0s\n"), "a.yml").is_err());
+}

@@ -331,3 +331,23 @@ fn a_receivers_rate_limit_applies_to_each_of_its_integrations() {
     assert_eq!(rate_limits(&cfg), want);
     assert_eq!(build(&cfg).unwrap().keys().collect::<Vec<_>>(), ["free/webhook/0", "r/webhook/0", "r/wecom/0"]);
 }
+
+#[test]
+fn a_retargeted_notifier_feeds_the_new_receivers() {
+    let cfg = |name: &str| {
+        let yaml = format!(
+            "route: {{receiver: {name}}}\nreceivers:\n  - name: {name}\n    webhook_configs: [{{url: 'http://h/'}}]\n"
+        );
+        build(&crate::config::parse(&yaml, "alertd.yml").unwrap()).unwrap()
+    };
+    let s = setup(cfg("old"), fast_policy());
+    // Handed out once, as the in-process capacity path holds it, then a reload replaces the receivers.
+    let notifier = s.deliverer.notifier();
+    let n = |integration: &str| notification("{}:{}", integration, 1_000, &[("01", Status::Firing)]);
+    assert!(notifier.notify(n("new/webhook/0")).is_err(), "unknown before the reload");
+    let reloaded = Deliverer::new(s.outbox.clone(), cfg("new"), fast_policy());
+    notifier.retarget(&reloaded);
+    notifier.notify(n("new/webhook/0")).unwrap();
+    assert!(notifier.notify(n("old/webhook/0")).is_err(), "the old receiver is gone");
+    assert_eq!(s.outbox.pending_integrations().unwrap(), ["new/webhook/0"]);
+}

@@ -30,27 +30,32 @@ impl Stage for HoldStage {
             return Ok(alerts);
         }
         let burst_start = ctx.incident.map(|(c, _)| ctx.now - c.cfg.burst_window);
-        let (mut steady, mut flapping) = (0, 0);
+        // Alerts new since the last notification: `steady` ones lead a burst; `riders` (flapping
+        // alerts, and alerts that had been notified and have begun again since) join one.
+        let (mut steady, mut riders) = (0, 0);
         for a in &alerts {
-            let fresh = !a.resolved_at(ctx.now)
-                && entry.as_ref().is_none_or(|e| !e.firing.contains(&a.fingerprint()))
-                && burst_start.is_none_or(|s| a.starts_at >= s);
-            if !fresh {
+            if a.resolved_at(ctx.now) || burst_start.is_some_and(|s| a.starts_at < s) {
                 continue;
             }
-            match ctx.flap.and_then(|f| f.flapping(a.fingerprint(), ctx.now)) {
-                Some(_) => flapping += 1,
-                None => steady += 1,
+            let fp = a.fingerprint();
+            let notified = entry.as_ref().is_some_and(|e| e.firing.contains(&fp));
+            if notified && entry.as_ref().is_some_and(|e| a.starts_at <= e.timestamp) {
+                continue;
+            }
+            if notified || ctx.flap.and_then(|f| f.flapping(fp, ctx.now)).is_some() {
+                riders += 1;
+            } else {
+                steady += 1;
             }
         }
-        // Flapping alerts never notify on their own, but those that begin together with steady
-        // ones are part of the burst: an alert storm shows as many alerts beginning at once.
-        let new = if steady > 0 { steady + flapping } else { 0 };
+        // Riders never notify on their own, but those that begin together with steady alerts are
+        // part of the burst: an alert storm shows as many alerts beginning at once.
+        let new = if steady > 0 { steady + riders } else { 0 };
         let need = ctx.incident.map_or(1, |(c, i)| c.required_burst(&i.origin, ctx.now));
         if new >= need {
             Ok(alerts)
         } else {
-            tracing::debug!(group = ctx.group_key, new, need, "Notification held");
+            tracing::debug!(at = %ctx.now, group = ctx.group_key, new, need, "Notification held");
             Ok(Vec::new())
         }
     }

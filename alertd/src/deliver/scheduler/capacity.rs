@@ -38,7 +38,8 @@ impl OutboxNotifier {
     /// Returns how many messages were newly queued (a repeat of a queued plan is not).
     pub fn push_capacity(&self, plans: &[CapacityPlan]) -> Result<usize, DeliverError> {
         let mut added = 0;
-        for (name, integration) in self.integrations.iter() {
+        let target = self.target();
+        for (name, integration) in target.integrations.iter() {
             let receiver = name.rsplitn(3, '/').nth(2).unwrap_or(name);
             let mut takes = false;
             for plan in plans {
@@ -53,7 +54,7 @@ impl OutboxNotifier {
                 }
             }
             if takes {
-                self.wake.wake(name);
+                target.wake.wake(name);
             }
         }
         Ok(added)
