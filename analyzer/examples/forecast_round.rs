@@ -6,10 +6,10 @@
 
 use argus_analyzer::runtime::{Alert, AlertOut, Analyzer, Config, Metrics};
 use argus_model::{Labels, Sample};
-use argus_store::backend::{BoxFuture, Embedded, StoreBackend};
-use argus_store::query::QueryLimits;
+use argus_store::backend::BoxFuture;
 use argus_store::remote_write::WriteSeries;
-use argus_store::{Db, Options};
+mod support;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -52,15 +52,11 @@ fn main() {
     let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async move {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(Db::open(Options::new(dir.path())).unwrap());
-        let backend: Arc<dyn StoreBackend> = Arc::new(Embedded::new(db, QueryLimits::default()));
-        let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-        let now = wall / STEP * STEP - (rounds as i64 + 2) * STEP;
-        let start = now - hours * 3_600_000;
-        for chunk in (start..=now).step_by(3_600_000) {
-            backend.write(batch(series, chunk, (chunk + 3_600_000 - STEP).min(now))).await.unwrap();
-        }
+        let history = support::history(STEP, rounds as i64 + 2, hours * 3_600_000, 3_600_000, |from, to| {
+            batch(series, from, to)
+        })
+        .await;
+        let (backend, now) = (history.backend.clone(), history.now);
         let text = format!(
             "[[rule]]\nname = \"none\"\nquery = \"absent_metric\"\ndetectors = [\"ewma\"]\n\
              [[forecast]]\nname = \"demand\"\nquery = \"gpu_demand\"\nhistory = \"{hours}h\"\n"

@@ -13,11 +13,9 @@ use argus_analyzer::detect::multivariate::{MultivariateModel, ScoreState};
 use argus_analyzer::runtime::multivariate::config::runtime_params;
 use argus_analyzer::runtime::{Config, Metrics, Multivariate};
 use argus_model::{Labels, Sample};
-use argus_store::backend::{Embedded, StoreBackend};
-use argus_store::query::QueryLimits;
 use argus_store::remote_write::WriteSeries;
-use argus_store::{Db, Options};
-use std::sync::Arc;
+mod support;
+
 use std::time::Instant;
 
 const STEP: i64 = 10_000;
@@ -117,15 +115,9 @@ fn runtime(entities: usize, ticks: usize) {
     let valid = cfg.validate().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async move {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(Db::open(Options::new(dir.path())).unwrap());
-        let backend: Arc<dyn StoreBackend> = Arc::new(Embedded::new(db, QueryLimits::default()));
-        let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-        let now = wall / STEP * STEP - (ticks as i64 + 2) * STEP;
-        let start = now - 3600 * 1000;
-        for chunk in (start..=now).step_by(600_000) {
-            backend.write(batch(entities, chunk, (chunk + 600_000 - STEP).min(now))).await.unwrap();
-        }
+        let history =
+            support::history(STEP, ticks as i64 + 2, 3600 * 1000, 600_000, |from, to| batch(entities, from, to)).await;
+        let (backend, now) = (history.backend.clone(), history.now);
         let mut mv = Multivariate::new(&valid, backend.clone(), None, Metrics::default());
         let (mut writes, mut alerts) = (Vec::new(), Vec::new());
         let t = Instant::now();

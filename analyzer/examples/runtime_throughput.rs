@@ -5,10 +5,10 @@
 
 use argus_analyzer::runtime::{Alert, AlertOut, Analyzer, Config, Metrics};
 use argus_model::{Labels, Sample};
-use argus_store::backend::{BoxFuture, Embedded, StoreBackend};
-use argus_store::query::QueryLimits;
+use argus_store::backend::BoxFuture;
 use argus_store::remote_write::WriteSeries;
-use argus_store::{Db, Options};
+mod support;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -49,16 +49,12 @@ fn main() {
     let ticks: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async move {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(Db::open(Options::new(dir.path())).unwrap());
-        let backend: Arc<dyn StoreBackend> = Arc::new(Embedded::new(db, QueryLimits::default()));
-        let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-        let now = wall / STEP * STEP - (ticks as i64 + 2) * STEP;
-        let start = now - 2 * 3600 * 1000;
         let t = Instant::now();
-        for chunk in (start..=now).step_by(600_000) {
-            backend.write(batch(series, chunk, (chunk + 600_000 - STEP).min(now))).await.unwrap();
-        }
+        let history = support::history(STEP, ticks as i64 + 2, 2 * 3600 * 1000, 600_000, |from, to| {
+            batch(series, from, to)
+        })
+        .await;
+        let (backend, now) = (history.backend.clone(), history.now);
         eprintln!("history written: {series} series x 2 h in {:.1} s", t.elapsed().as_secs_f64());
         let cfg: Config = toml::from_str(
             "[[rule]]\nname = \"gpu_utilization\"\nquery = \"gpu_utilization_ratio\"\n\
