@@ -42,6 +42,8 @@ pub enum DbError {
     ReaderPanicked,
     #[error("data directory {0} is in use by another Argus process")]
     Locked(PathBuf),
+    #[error(transparent)]
+    HeadChunk(#[from] crate::head::chunks::ChunkReadError),
 }
 
 /// One selected series with its samples, sorted by time.
@@ -92,7 +94,8 @@ impl Db {
         }
         let blocks = load_blocks(&blocks_dir)?;
         let next_id = blocks.iter().map(|b| b.meta.id.max(b.meta.seq)).max().unwrap_or(0) + 1;
-        let mut head = Head::default();
+        let head_dir = dir.join("head");
+        let mut head = Head::with_dir(&head_dir).map_err(|source| DbError::Io { path: head_dir, source })?;
         let mut unknown = 0usize;
         let mut events = Vec::new();
         let (wal, report) = Wal::open(&dir.join("wal"), opts.wal_segment_bytes, |records| {
@@ -154,12 +157,7 @@ impl Db {
         }
         let head = self.shared.head.read();
         if let Some(f) = &head.frozen {
-            set.extend(
-                f.series
-                    .iter()
-                    .filter(|(l, s)| matches(matchers, l) && !crate::head::in_range(s, mint, maxt).is_empty())
-                    .map(|(l, _)| l.clone()),
-            );
+            set.extend(f.select_labels(matchers, mint, maxt));
         }
         set.extend(head.select_labels(matchers, mint, maxt));
         set.into_iter().collect()
@@ -220,14 +218,17 @@ impl Db {
         Ok(())
     }
 
-    /// Periodic upkeep: flush when the head spans a block range or outgrows half its budget, compact,
-    /// and delete blocks past retention.
+    /// Periodic upkeep: flush when the head spans a block range or outgrows half its budget, or when
+    /// writes are refused for memory and a flush would free idle series; compact, and delete blocks
+    /// past retention.
     pub fn maintain(&self) -> Result<(), DbError> {
-        let (span, bytes) = {
-            let h = self.shared.head.read();
-            (h.time_range().map_or(0, |(a, b)| b - a), h.bytes())
+        let index = self.shared.index_bytes();
+        let (span, bytes, reclaim) = {
+            let mut h = self.shared.head.write();
+            let reclaim = self.shared.over_budget(&h, index, 0) && h.reclaim_soon();
+            (h.time_range().map_or(0, |(a, b)| b - a), h.bytes(), reclaim)
         };
-        if span >= self.shared.opts.block_range_ms || bytes > self.shared.opts.head_budget() / 2 {
+        if reclaim || span >= self.shared.opts.block_range_ms || bytes > self.shared.opts.head_budget() / 2 {
             flush::flush(&self.shared, &self.committer)?;
         }
         flush::compact(&self.shared)?;
@@ -263,6 +264,9 @@ impl Shared {
             m.head_series.set(h.series_count() as i64);
             m.head_samples.set(h.sample_count() as i64);
             m.head_bytes.set(h.bytes() as i64);
+            m.head_chunk_file_bytes.set(h.chunk_file_bytes() as i64);
+            let failures = h.chunk_write_failures();
+            m.head_chunk_write_failures.inc_by(failures.saturating_sub(m.head_chunk_write_failures.get()));
         }
         let b = self.blocks.read();
         m.blocks.set(b.len() as i64);

@@ -1,21 +1,27 @@
 //! The head: the recent, mutable part of the store, in memory and covered by the WAL.
 //!
 //! Series get a dense `u32` reference for the life of the process (and of the WAL). Samples of a
-//! series are kept sorted by time; out-of-order samples are inserted, an identical rewrite is a no-op
+//! series are kept sorted by time in compressed chunks ([`chunks`]): the open one in memory, sealed
+//! ones in the head's chunk file. Out-of-order samples are inserted, an identical rewrite is a no-op
 //! and a different value at the same millisecond replaces the old one.
 //!
 //! Series that receive nothing for a whole flush cycle are released at the next flush in two steps:
 //! first *buried* (unfindable, labels kept, so a write that resolved its reference just before can
 //! still bring it back), then *freed* one flush later, when no such write can still be queued.
 
+pub mod chunks;
+
 use crate::postings::Postings;
 use crate::wal::RefSample;
 use argus_model::{Event, Labels, Matcher, Sample};
+use chunks::{ChunkFile, ChunkReadError, SeriesChunks};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Bytes one sample costs in the head, for memory accounting.
+/// The most one sample of a request can cost the head before it is compressed: the admission check's
+/// charge per sample.
 pub const SAMPLE_BYTES: usize = std::mem::size_of::<Sample>();
 /// Fixed overhead per series beyond its labels: the series slot, hash entry and postings entries.
 const SERIES_OVERHEAD: usize = 320;
@@ -25,7 +31,7 @@ pub type SeriesSamples = (Arc<Labels>, Vec<Sample>);
 
 pub struct MemSeries {
     pub labels: Arc<Labels>,
-    pub samples: Vec<Sample>,
+    data: SeriesChunks,
     /// The flush epoch in which the series last held samples.
     active: u64,
     state: SlotState,
@@ -38,45 +44,72 @@ enum SlotState {
     Freed,
 }
 
-impl MemSeries {
-    /// Returns true when the series changed.
-    fn put(&mut self, t: i64, v: f64) -> bool {
-        let s = Sample::new(t, v);
-        match self.samples.last() {
-            None => {}
-            Some(last) if last.t < t => {}
-            Some(last) if last.t == t => {
-                if last.same_as(&s) {
-                    return false;
-                }
-                let n = self.samples.len();
-                self.samples[n - 1] = s;
-                return true;
-            }
-            Some(_) => {
-                return match self.samples.binary_search_by(|x| x.t.cmp(&t)) {
-                    Ok(i) if self.samples[i].same_as(&s) => false,
-                    Ok(i) => {
-                        self.samples[i] = s;
-                        true
-                    }
-                    Err(i) => {
-                        self.samples.insert(i, s);
-                        true
-                    }
-                };
-            }
-        }
-        self.samples.push(s);
-        true
+/// Head samples taken out by a flush: readable until they are in blocks. The chunk file they were
+/// sealed into goes with them and is deleted when the last reader lets go.
+pub struct Frozen {
+    pub series: Vec<(Arc<Labels>, SeriesChunks)>,
+    pub events: Vec<Event>,
+    file: Arc<ChunkFile>,
+}
+
+impl Frozen {
+    /// Every sample of one of this snapshot's series.
+    pub fn samples(&self, data: &SeriesChunks) -> Result<Vec<Sample>, ChunkReadError> {
+        let mut out = Vec::with_capacity(data.len());
+        data.read(&self.file, i64::MIN, i64::MAX, &mut out)?;
+        Ok(out)
+    }
+
+    pub fn sample_count(&self) -> usize {
+        self.series.iter().map(|(_, d)| d.len()).sum()
+    }
+
+    /// The series the matchers select that may have samples in [mint, maxt], to decode outside the
+    /// head's lock.
+    pub fn snapshot(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Snapshot {
+        let series = self
+            .series
+            .iter()
+            .filter(|(l, d)| crate::db::matches(matchers, l) && overlaps(d, mint, maxt))
+            .map(|(l, d)| (l.clone(), d.slice(mint, maxt)))
+            .collect();
+        Snapshot { series, file: self.file.clone() }
+    }
+
+    /// Labels of the series the matchers select that have a sample in [mint, maxt].
+    pub fn select_labels(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Arc<Labels>> {
+        self.series
+            .iter()
+            .filter(|(l, d)| crate::db::matches(matchers, l) && d.any_in(&self.file, mint, maxt))
+            .map(|(l, _)| l.clone())
+            .collect()
     }
 }
 
-/// Head samples taken out by a flush: readable until they are in blocks.
-#[derive(Default)]
-pub struct Frozen {
-    pub series: Vec<(Arc<Labels>, Vec<Sample>)>,
-    pub events: Vec<Event>,
+/// Head series copied out (their chunks' places and open chunks, not their samples) under the head's
+/// lock, to decode after it is let go.
+pub struct Snapshot {
+    series: Vec<(Arc<Labels>, SeriesChunks)>,
+    file: Arc<ChunkFile>,
+}
+
+impl Snapshot {
+    /// The series with their samples in [mint, maxt]; series with none there are left out.
+    pub fn decode(self, mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, ChunkReadError> {
+        let mut out = Vec::with_capacity(self.series.len());
+        for (labels, data) in self.series {
+            let mut samples = Vec::new();
+            data.read(&self.file, mint, maxt, &mut samples)?;
+            if !samples.is_empty() {
+                out.push((labels, samples));
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn overlaps(d: &SeriesChunks, mint: i64, maxt: i64) -> bool {
+    d.time_range().is_some_and(|(a, b)| a <= maxt && b >= mint)
 }
 
 /// Keys of `by_hash` are already hashes: hashing them again would only cost time.
@@ -97,7 +130,6 @@ impl Hasher for IdentityHasher {
     }
 }
 
-#[derive(Default)]
 pub struct Head {
     series: Vec<MemSeries>,
     by_hash: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
@@ -106,6 +138,8 @@ pub struct Head {
     postings: Postings,
     events: Vec<Event>,
     samples: usize,
+    /// Memory held by the series' chunks (open chunks and sealed chunks' places).
+    data_bytes: usize,
     label_bytes: usize,
     event_bytes: usize,
     pub frozen: Option<Arc<Frozen>>,
@@ -113,9 +147,61 @@ pub struct Head {
     epoch: u64,
     buried: Vec<u32>,
     live: usize,
+    /// Where sealed chunks go; a new one at each freeze.
+    file: Arc<ChunkFile>,
+    /// The directory of the chunk files (none: they are kept in memory).
+    dir: Option<PathBuf>,
+    generation: u64,
+    /// Samples that could not be applied because their series' chunks could not be read back.
+    lost_reads: u64,
+    /// Chunk writes refused by the chunk files before the current one.
+    write_failures: u64,
+    /// The next freeze buries series idle since the last one (not only those idle a whole cycle).
+    eager: bool,
+}
+
+impl Default for Head {
+    /// A head that keeps its sealed chunks in memory.
+    fn default() -> Self {
+        Head {
+            series: Vec::new(),
+            by_hash: HashMap::default(),
+            collisions: HashMap::new(),
+            postings: Postings::default(),
+            events: Vec::new(),
+            samples: 0,
+            data_bytes: 0,
+            label_bytes: 0,
+            event_bytes: 0,
+            frozen: None,
+            frozen_bytes: 0,
+            epoch: 0,
+            buried: Vec::new(),
+            live: 0,
+            file: Arc::new(ChunkFile::in_memory()),
+            dir: None,
+            generation: 0,
+            lost_reads: 0,
+            write_failures: 0,
+            eager: false,
+        }
+    }
 }
 
 impl Head {
+    /// A head whose sealed chunks go to files in `dir`, which is emptied first: what a previous
+    /// process left there is rebuilt from the WAL.
+    pub fn with_dir(dir: &Path) -> std::io::Result<Head> {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        std::fs::create_dir_all(dir)?;
+        let file = Arc::new(ChunkFile::create(&chunk_file_path(dir, 1))?);
+        Ok(Head { file, dir: Some(dir.to_path_buf()), generation: 1, ..Head::default() })
+    }
+
     /// Finds a series by its hash (`Labels::stable_hash`) and its label pairs in name order, without
     /// building a label set.
     pub fn lookup_hashed<'a>(&self, h: u64, pairs: impl Iterator<Item = (&'a str, &'a str)> + Clone) -> Option<u32> {
@@ -149,7 +235,7 @@ impl Head {
         while self.series.len() < r as usize {
             self.series.push(MemSeries {
                 labels: Arc::new(Labels::default()),
-                samples: Vec::new(),
+                data: SeriesChunks::default(),
                 active: 0,
                 state: SlotState::Freed,
             });
@@ -160,7 +246,7 @@ impl Head {
         self.live += 1;
         self.series.push(MemSeries {
             labels: Arc::new(labels),
-            samples: Vec::new(),
+            data: SeriesChunks::default(),
             active: self.epoch,
             state: SlotState::Live,
         });
@@ -180,9 +266,19 @@ impl Head {
                 }
             }
             let ms = &mut self.series[s.r as usize];
-            let before = ms.samples.len();
-            ms.put(s.t, s.v);
-            self.samples += ms.samples.len() - before;
+            let before = ms.data.heap_bytes();
+            match ms.data.put(&self.file, s.t, s.v) {
+                Ok(put) => self.samples += put.added,
+                Err(e) => {
+                    // Only a failing disk gets here; the WAL still holds the sample for the next start.
+                    self.lost_reads += 1;
+                    if self.lost_reads.is_power_of_two() {
+                        tracing::error!(error = %e, samples = self.lost_reads,
+                            "Could not apply a sample to its head series; it is in the WAL and returns on restart");
+                    }
+                }
+            }
+            self.data_bytes = self.data_bytes + ms.data.heap_bytes() - before;
         }
         unknown
     }
@@ -238,14 +334,15 @@ impl Head {
             if s.state == SlotState::Buried {
                 self.label_bytes = self.label_bytes.saturating_sub(series_bytes(&s.labels));
                 s.labels = Arc::new(Labels::default());
-                s.samples = Vec::new();
+                s.data = SeriesChunks::default();
                 s.state = SlotState::Freed;
             }
         }
+        let cycles = if std::mem::take(&mut self.eager) { 0 } else { 1 };
         let idle: Vec<u32> = (0..self.series.len() as u32)
             .filter(|r| {
                 let s = &self.series[*r as usize];
-                s.state == SlotState::Live && s.samples.is_empty() && s.active + 1 < self.epoch
+                s.state == SlotState::Live && s.data.is_empty() && s.active + cycles < self.epoch
             })
             .collect();
         if idle.is_empty() {
@@ -282,28 +379,64 @@ impl Head {
 
     /// Approximate bytes held, frozen samples included.
     pub fn bytes(&self) -> usize {
-        self.samples * SAMPLE_BYTES + self.label_bytes + self.event_bytes + self.frozen_bytes
+        self.data_bytes + self.file.memory_bytes() + self.label_bytes + self.event_bytes + self.frozen_bytes
     }
 
-    /// Moves every sample and event into a frozen snapshot for a flush. Series and references stay.
+    /// Whether flushing would give memory back: series are buried (freed at the next freeze), or idle
+    /// since the last one. Asks [`Head::freeze`] to bury the idle ones at once.
+    pub fn reclaim_soon(&mut self) -> bool {
+        let idle = self.series.iter().any(|s| s.state == SlotState::Live && s.data.is_empty() && s.active < self.epoch);
+        self.eager = idle;
+        idle || !self.buried.is_empty()
+    }
+
+    /// Bytes of sealed chunks in the current chunk file.
+    pub fn chunk_file_bytes(&self) -> u64 {
+        self.file.len()
+    }
+
+    /// Chunk writes the chunk files refused since the head was made.
+    pub fn chunk_write_failures(&self) -> u64 {
+        self.write_failures + self.file.failures()
+    }
+
+    /// Moves every sample and event into a frozen snapshot for a flush, with the chunk file they were
+    /// sealed into; the head goes on in a new one. Series and references stay.
     pub fn freeze(&mut self) -> Arc<Frozen> {
-        let mut f = Frozen::default();
         let epoch = self.epoch;
+        let mut series = Vec::new();
         for s in &mut self.series {
-            if !s.samples.is_empty() {
+            if !s.data.is_empty() {
                 s.active = epoch;
-                f.series.push((s.labels.clone(), std::mem::take(&mut s.samples)));
+                series.push((s.labels.clone(), std::mem::take(&mut s.data)));
             }
         }
         self.collect_garbage();
         self.epoch += 1;
-        f.events = std::mem::take(&mut self.events);
-        self.frozen_bytes = self.samples * SAMPLE_BYTES + self.event_bytes;
+        let next = Arc::new(self.next_file());
+        let file = std::mem::replace(&mut self.file, next);
+        self.write_failures += file.failures();
+        let f = Frozen { series, events: std::mem::take(&mut self.events), file };
+        self.frozen_bytes = self.data_bytes + f.file.memory_bytes() + self.event_bytes;
         self.samples = 0;
+        self.data_bytes = 0;
         self.event_bytes = 0;
         let f = Arc::new(f);
         self.frozen = Some(f.clone());
         f
+    }
+
+    /// The chunk file after the current one. A freeze must not fail (the WAL is already cut), so when
+    /// the file cannot be created the new head keeps its chunks in memory.
+    fn next_file(&mut self) -> ChunkFile {
+        let Some(dir) = &self.dir else { return ChunkFile::in_memory() };
+        self.generation += 1;
+        let path = chunk_file_path(dir, self.generation);
+        ChunkFile::create(&path).unwrap_or_else(|e| {
+            tracing::error!(path = %path.display(), error = %e,
+                "Could not create a head chunk file; the head keeps its chunks in memory until the next flush");
+            ChunkFile::in_memory()
+        })
     }
 
     /// Drops the frozen snapshot once its blocks are loaded.
@@ -313,16 +446,23 @@ impl Head {
     }
 
     /// Series selected by the matchers with their samples in [mint, maxt].
-    pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<SeriesSamples> {
-        self.postings
+    pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, ChunkReadError> {
+        self.snapshot(matchers, mint, maxt).decode(mint, maxt)
+    }
+
+    /// The series the matchers select that may have samples in [mint, maxt], to decode outside the
+    /// head's lock.
+    pub fn snapshot(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Snapshot {
+        let series = self
+            .postings
             .select(matchers)
             .into_iter()
             .filter_map(|r| {
                 let s = &self.series[r as usize];
-                let v = in_range(&s.samples, mint, maxt);
-                (!v.is_empty()).then(|| (s.labels.clone(), v.to_vec()))
+                overlaps(&s.data, mint, maxt).then(|| (s.labels.clone(), s.data.slice(mint, maxt)))
             })
-            .collect()
+            .collect();
+        Snapshot { series, file: self.file.clone() }
     }
 
     /// Series selected by the matchers that have any sample in [mint, maxt], samples not copied.
@@ -332,7 +472,7 @@ impl Head {
             .into_iter()
             .filter_map(|r| {
                 let s = &self.series[r as usize];
-                (!in_range(&s.samples, mint, maxt).is_empty()).then(|| s.labels.clone())
+                s.data.any_in(&self.file, mint, maxt).then(|| s.labels.clone())
             })
             .collect()
     }
@@ -351,8 +491,8 @@ impl Head {
     pub fn time_range(&self) -> Option<(i64, i64)> {
         let mut r: Option<(i64, i64)> = None;
         for s in &self.series {
-            if let (Some(a), Some(b)) = (s.samples.first(), s.samples.last()) {
-                r = Some(r.map_or((a.t, b.t), |(lo, hi)| (lo.min(a.t), hi.max(b.t))));
+            if let Some((a, b)) = s.data.time_range() {
+                r = Some(r.map_or((a, b), |(lo, hi)| (lo.min(a), hi.max(b))));
             }
         }
         r
@@ -371,11 +511,9 @@ pub(crate) fn pairs_bytes<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -
         + SERIES_OVERHEAD
 }
 
-/// The sub-slice of sorted samples inside [mint, maxt].
-pub fn in_range(samples: &[Sample], mint: i64, maxt: i64) -> &[Sample] {
-    let lo = samples.partition_point(|s| s.t < mint);
-    let hi = samples.partition_point(|s| s.t <= maxt);
-    if lo >= hi { &[] } else { &samples[lo..hi] }
+/// The file of generation `n` in the head's chunk directory.
+fn chunk_file_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("chunks-{n:08}"))
 }
 
 #[cfg(test)]
@@ -393,12 +531,12 @@ mod tests {
         assert!(new);
         assert_eq!(h.get_or_create(Labels::from_pairs([("__name__", "m")])), (r, false));
         h.append(&[rs(r, 30, 3.0), rs(r, 10, 1.0), rs(r, 20, 2.0), rs(r, 20, 2.0), rs(r, 10, 9.0)]);
-        let got = h.select(&[Matcher::eq("__name__", "m")], 0, 100);
+        let got = h.select(&[Matcher::eq("__name__", "m")], 0, 100).unwrap();
         let ts: Vec<(i64, f64)> = got[0].1.iter().map(|s| (s.t, s.v)).collect();
         assert_eq!(ts, vec![(10, 9.0), (20, 2.0), (30, 3.0)]);
         assert_eq!(h.sample_count(), 3);
-        assert_eq!(h.select(&[Matcher::eq("__name__", "m")], 11, 29)[0].1.len(), 1);
-        assert!(h.select(&[Matcher::eq("__name__", "m")], 31, 100).is_empty());
+        assert_eq!(h.select(&[Matcher::eq("__name__", "m")], 11, 29).unwrap()[0].1.len(), 1);
+        assert!(h.select(&[Matcher::eq("__name__", "m")], 31, 100).unwrap().is_empty());
     }
 
     #[test]
@@ -419,7 +557,7 @@ mod tests {
         // A write that resolved m's reference before it was buried still lands.
         h.append(&[rs(rm, 3, 3.0)]);
         assert_eq!(h.lookup(&m), Some(rm));
-        assert_eq!(h.select(&[Matcher::eq("__name__", "m")], 0, 10)[0].1, vec![Sample::new(3, 3.0)]);
+        assert_eq!(h.select(&[Matcher::eq("__name__", "m")], 0, 10).unwrap()[0].1, vec![Sample::new(3, 3.0)]);
         for _ in 0..4 {
             h.freeze();
         }

@@ -21,6 +21,8 @@ pub struct Metrics {
     pub head_series: Gauge,
     pub head_samples: Gauge,
     pub head_bytes: Gauge,
+    pub head_chunk_file_bytes: Gauge,
+    pub head_chunk_write_failures: Counter,
     pub blocks: Gauge,
     pub blocks_bytes: Gauge,
     pub wal_fsyncs: Counter,
@@ -46,6 +48,16 @@ impl Metrics {
         r.register("head_series", "Series in the in-memory head", self.head_series.clone());
         r.register("head_samples", "Samples in the in-memory head", self.head_samples.clone());
         r.register("head_bytes", "Approximate bytes held by the head", self.head_bytes.clone());
+        r.register(
+            "head_chunk_file_bytes",
+            "Bytes of sealed head chunks in the head's current chunk file",
+            self.head_chunk_file_bytes.clone(),
+        );
+        r.register(
+            "head_chunk_write_failures",
+            "Head chunks the chunk file refused (kept open in memory instead)",
+            self.head_chunk_write_failures.clone(),
+        );
         r.register("blocks", "Persistent blocks", self.blocks.clone());
         r.register("blocks_bytes", "Bytes of persistent blocks on disk", self.blocks_bytes.clone());
         r.register("wal_fsyncs", "WAL fsyncs (one per group commit)", self.wal_fsyncs.clone());

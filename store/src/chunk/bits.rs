@@ -14,8 +14,19 @@ pub(crate) struct BitWriter<'a> {
 }
 
 impl<'a> BitWriter<'a> {
+    #[cfg(test)]
     pub(crate) fn new(out: &'a mut Vec<u8>) -> Self {
         Self { out, acc: 0, len: 0 }
+    }
+
+    /// Goes on writing after `out` and the pending bits a previous writer left ([`BitWriter::pause`]).
+    pub(crate) fn resume(out: &'a mut Vec<u8>, (acc, len): (u64, u32)) -> Self {
+        Self { out, acc, len }
+    }
+
+    /// Stops without padding: the whole bytes are in `out`, the rest is returned for [`BitWriter::resume`].
+    pub(crate) fn pause(self) -> (u64, u32) {
+        (self.acc, self.len)
     }
 
     pub(crate) fn write_bit(&mut self, bit: bool) {

@@ -16,35 +16,75 @@ const NO_WINDOW: u32 = 0xff;
 
 /// Appends the payload for `ts`/`vals` (same length) to `out`.
 pub(crate) fn encode(ts: &[i64], vals: &[f64], out: &mut Vec<u8>) {
-    let mut w = BitWriter::new(out);
-    let mut xor = XorState::default();
-    let (mut t_prev, mut delta_prev) = (0i64, 0i64);
-    for (i, (&t, &v)) in ts.iter().zip(vals).enumerate() {
+    let mut a = Appender::default();
+    for (&t, &v) in ts.iter().zip(vals) {
+        a.append(out, t, v);
+    }
+    a.finish(out);
+}
+
+/// A Gorilla payload written one sample at a time: the head's open chunks. The whole bytes go to the
+/// caller's buffer as they fill; up to 7 bits wait here until the next sample or [`Appender::finish`].
+#[derive(Default, Clone)]
+pub(crate) struct Appender {
+    n: u32,
+    t_prev: i64,
+    delta_prev: i64,
+    xor: XorState,
+    /// Bits not yet in the buffer, as [`BitWriter::pause`] returns them.
+    pending: (u64, u32),
+}
+
+impl Appender {
+    /// Samples appended so far.
+    pub(crate) fn len(&self) -> u32 {
+        self.n
+    }
+
+    /// The last timestamp appended (meaningless before the first).
+    pub(crate) fn last_t(&self) -> i64 {
+        self.t_prev
+    }
+
+    /// The last value appended (meaningless before the first).
+    pub(crate) fn last_v(&self) -> f64 {
+        f64::from_bits(self.xor.prev)
+    }
+
+    pub(crate) fn append(&mut self, out: &mut Vec<u8>, t: i64, v: f64) {
+        let mut w = BitWriter::resume(out, self.pending);
         let v = v.to_bits();
-        match i {
+        match self.n {
             0 => {
                 varint::put_uvarint_with(varint::zigzag(t), |b| w.write_bits(u64::from(b), 8));
                 w.write_bits(v, 64);
-                xor.prev = v;
+                self.xor.prev = v;
             }
             1 => {
                 // Wrapping keeps even out-of-contract input (equal or decreasing times)
                 // round-tripping, since the decoder wraps the same way.
-                let delta = t.wrapping_sub(t_prev);
+                let delta = t.wrapping_sub(self.t_prev);
                 varint::put_uvarint_with(delta as u64, |b| w.write_bits(u64::from(b), 8));
-                xor.write(&mut w, v);
-                delta_prev = delta;
+                self.xor.write(&mut w, v);
+                self.delta_prev = delta;
             }
             _ => {
-                let delta = t.wrapping_sub(t_prev);
-                write_dod(&mut w, delta.wrapping_sub(delta_prev));
-                xor.write(&mut w, v);
-                delta_prev = delta;
+                let delta = t.wrapping_sub(self.t_prev);
+                write_dod(&mut w, delta.wrapping_sub(self.delta_prev));
+                self.xor.write(&mut w, v);
+                self.delta_prev = delta;
             }
         }
-        t_prev = t;
+        self.t_prev = t;
+        self.n += 1;
+        self.pending = w.pause();
     }
-    w.finish();
+
+    /// Writes the pending bits, padded with zeros, after `out`: `out` then holds the whole payload.
+    /// The appender is left as it was, so the same payload can be finished again later, longer.
+    pub(crate) fn finish(&self, out: &mut Vec<u8>) {
+        BitWriter::resume(out, self.pending).finish();
+    }
 }
 
 /// Appends `n` samples decoded from `data` (exactly one payload) to `ts` and `vals`.
@@ -120,6 +160,7 @@ fn read_dod(r: &mut BitReader<'_>) -> Result<i64, ChunkError> {
 }
 
 /// The value column's state: the previous value's bits and the current meaningful-bit window.
+#[derive(Clone)]
 struct XorState {
     prev: u64,
     leading: u32,

@@ -197,6 +197,7 @@ fn finish_group(
         shared.metrics.head_samples.set(head.sample_count() as i64);
         shared.metrics.head_series.set(head.series_count() as i64);
         shared.metrics.head_bytes.set(head.bytes() as i64);
+        shared.metrics.head_chunk_file_bytes.set(head.chunk_file_bytes() as i64);
     }
     shared.metrics.samples_ingested.inc_by(stored);
     shared.metrics.events_ingested.inc_by(nevents);

@@ -47,7 +47,9 @@ fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64
     // One writer per block range the frozen samples touch; samples go in as slices, never copied.
     let mut windows: BTreeMap<i64, BlockWriter> = BTreeMap::new();
     let writer = || BlockWriter::new(shared.opts.encoding);
-    for (labels, samples) in &frozen.series {
+    for (labels, data) in &frozen.series {
+        // One series decoded at a time: the writer encodes it into its block at once.
+        let samples = frozen.samples(data)?;
         let mut start = 0;
         while start < samples.len() {
             let w = samples[start].t.div_euclid(range) * range;
@@ -77,12 +79,7 @@ fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64
     let removed = shared.wal.lock().remove_before(segment)?;
     shared.metrics.flushes.inc();
     shared.update_gauges();
-    tracing::info!(
-        blocks = n,
-        samples = frozen.series.iter().map(|s| s.1.len()).sum::<usize>(),
-        wal_segments_removed = removed,
-        "Flushed head"
-    );
+    tracing::info!(blocks = n, samples = frozen.sample_count(), wal_segments_removed = removed, "Flushed head");
     Ok(())
 }
 

@@ -4,9 +4,9 @@
 //! its range at once, and a large read spreads its series over threads, decoding and evaluating
 //! together — what a dashboard's 6 h and 24 h panels over all GPUs need.
 
-use super::{Db, DbError, Series, matches, merge_into};
+use super::{Db, DbError, Series, merge_into};
 use crate::block::{Block, ChunkCache, Scratch};
-use crate::head::{SeriesSamples, in_range};
+use crate::head::SeriesSamples;
 use argus_model::{Labels, Matcher, Sample};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -54,18 +54,17 @@ impl Db {
     {
         let blocks: Vec<Arc<Block>> =
             self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect();
-        // The head's parts are copied out under its lock; they are small next to the blocks.
-        let mut mem: Vec<SeriesSamples> = Vec::new();
-        {
+        // The head's chunks are copied out under its lock (their places, not their samples) and
+        // decoded after it is let go, so that a large read does not hold up writes.
+        let (frozen, live) = {
             let head = self.shared.head.read();
-            if let Some(f) = &head.frozen {
-                mem.extend(f.series.iter().filter(|(l, _)| matches(matchers, l)).filter_map(|(l, s)| {
-                    let v = in_range(s, mint, maxt);
-                    (!v.is_empty()).then(|| (l.clone(), v.to_vec()))
-                }));
-            }
-            mem.extend(head.select(matchers, mint, maxt));
+            (head.frozen.as_ref().map(|f| f.snapshot(matchers, mint, maxt)), head.snapshot(matchers, mint, maxt))
+        };
+        let mut mem: Vec<SeriesSamples> = Vec::new();
+        if let Some(f) = frozen {
+            mem.extend(f.decode(mint, maxt).map_err(DbError::from)?);
         }
+        mem.extend(live.decode(mint, maxt).map_err(DbError::from)?);
         let plan = plan(&blocks, &mem, matchers, mint, maxt);
         let total: usize = plan.iter().map(|p| p.cost).sum();
         let threads = cores().min(MAX_THREADS);

@@ -1,0 +1,468 @@
+//! A head series' samples as compressed chunks: one open Gorilla chunk taking new samples, and the
+//! sealed chunks before it, written to the head's chunk file so that only their start time and place
+//! stay in memory (16 bytes for some 30-120 samples). Prometheus keeps its head the same way
+//! (`chunks_head`); here the file is only a place to park bytes, never read at startup: the WAL
+//! rebuilds the head, so the file is deleted on open (docs/format/head-chunks.md).
+
+use crate::chunk::{self, ChunkError, OpenChunk};
+use argus_model::Sample;
+use parking_lot::RwLock;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes of the open chunk's buffer, reserved at its first sample. A chunk is sealed before a sample
+/// could overflow it, so the buffer never grows while the chunk file takes writes.
+pub const OPEN_BYTES: usize = 160;
+/// The most bytes one Gorilla sample can take (a 68-bit timestamp bucket and a 77-bit value), rounded up.
+const MAX_SAMPLE_BYTES: usize = 19;
+/// At most this many samples in one chunk, as in Prometheus' head.
+pub const MAX_CHUNK_SAMPLES: usize = 120;
+/// Bits of a sealed chunk's place that hold its length; the rest hold its offset (16 TiB).
+const LEN_BITS: u32 = 20;
+const MAX_SEALED_LEN: usize = (1 << LEN_BITS) - 1;
+
+/// Why a head series could not be read or rewritten.
+#[derive(Debug, thiserror::Error)]
+pub enum ChunkReadError {
+    #[error("reading the head chunk file {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("head chunk at {offset} in {path}: {source}")]
+    Corrupt { path: PathBuf, offset: u64, source: ChunkError },
+    #[error("open head chunk: {0}")]
+    Open(ChunkError),
+}
+
+/// Where sealed head chunks go: a file in the head directory, or memory (a head without a directory,
+/// as in tests). Bytes are only ever appended, so a reader holding a chunk's place can read it
+/// after the head has moved on; the file is deleted when the last holder drops it.
+pub struct ChunkFile {
+    backing: Backing,
+    len: AtomicU64,
+    /// Appends refused (a full disk).
+    failures: AtomicU64,
+}
+
+enum Backing {
+    Disk { file: File, path: PathBuf },
+    Mem(RwLock<Vec<u8>>),
+}
+
+impl ChunkFile {
+    /// Creates (truncating) the chunk file `path`.
+    pub fn create(path: &Path) -> io::Result<Self> {
+        let file = File::options().read(true).write(true).create(true).truncate(true).open(path)?;
+        Ok(ChunkFile {
+            backing: Backing::Disk { file, path: path.to_path_buf() },
+            len: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+        })
+    }
+
+    pub fn in_memory() -> Self {
+        ChunkFile {
+            backing: Backing::Mem(RwLock::new(Vec::new())),
+            len: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes written.
+    pub fn len(&self) -> u64 {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends refused so far (each leaves a chunk open in memory for a while).
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Bytes this file holds in memory (all of them when it has no disk file, else none).
+    pub fn memory_bytes(&self) -> usize {
+        match &self.backing {
+            Backing::Disk { .. } => 0,
+            Backing::Mem(m) => m.read().capacity(),
+        }
+    }
+
+    /// Appends `bytes` and returns their offset. Appends come from one writer at a time (under the
+    /// head's write lock); on an error nothing counts as written and the next append reuses the space.
+    fn append(&self, bytes: &[u8]) -> io::Result<u64> {
+        let off = self.len();
+        match &self.backing {
+            Backing::Disk { file, .. } => file.write_all_at(bytes, off)?,
+            Backing::Mem(m) => m.write().extend_from_slice(bytes),
+        }
+        self.len.store(off + bytes.len() as u64, Ordering::Relaxed);
+        Ok(off)
+    }
+
+    fn read(&self, off: u64, len: usize, buf: &mut Vec<u8>) -> Result<(), ChunkReadError> {
+        buf.clear();
+        buf.resize(len, 0);
+        match &self.backing {
+            Backing::Disk { file, path } => {
+                file.read_exact_at(buf, off).map_err(|source| ChunkReadError::Io { path: path.clone(), source })
+            }
+            Backing::Mem(m) => {
+                let m = m.read();
+                let src = usize::try_from(off).ok().and_then(|o| m.get(o..o + len)).ok_or_else(|| {
+                    ChunkReadError::Io { path: self.path().to_path_buf(), source: io::ErrorKind::UnexpectedEof.into() }
+                })?;
+                buf.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match &self.backing {
+            Backing::Disk { path, .. } => path,
+            Backing::Mem(_) => Path::new("<memory>"),
+        }
+    }
+}
+
+impl Drop for ChunkFile {
+    fn drop(&mut self) {
+        if let Backing::Disk { path, .. } = &self.backing
+            && let Err(e) = std::fs::remove_file(path)
+            && e.kind() != io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %path.display(), error = %e, "Could not delete a head chunk file");
+        }
+    }
+}
+
+/// A sealed chunk: its first timestamp and its place in the chunk file (offset and length packed).
+#[derive(Clone, Copy, Debug)]
+struct Sealed {
+    mint: i64,
+    place: u64,
+}
+
+impl Sealed {
+    fn offset(self) -> u64 {
+        self.place >> LEN_BITS
+    }
+
+    fn len(self) -> usize {
+        (self.place & MAX_SEALED_LEN as u64) as usize
+    }
+}
+
+/// One series' samples, sorted by time, at most one per millisecond. Invariant: when it holds any
+/// sample the open chunk holds at least one (a chunk is sealed only when the next sample arrives).
+#[derive(Clone, Default)]
+pub struct SeriesChunks {
+    sealed: Vec<Sealed>,
+    open: OpenChunk,
+    count: u32,
+}
+
+/// What a change did to a series.
+pub struct Put {
+    /// Samples added (0 for a replaced or identical sample).
+    pub added: usize,
+    /// Whether the series changed.
+    pub changed: bool,
+}
+
+impl SeriesChunks {
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes held in memory.
+    pub fn heap_bytes(&self) -> usize {
+        self.sealed.capacity() * std::mem::size_of::<Sealed>() + self.open.heap_bytes()
+    }
+
+    /// First and last timestamps.
+    pub fn time_range(&self) -> Option<(i64, i64)> {
+        let (first, last) = self.open.time_range()?;
+        Some((self.sealed.first().map_or(first, |c| c.mint), last))
+    }
+
+    /// Adds a sample; an earlier time is inserted, and a sample at a time already held replaces it
+    /// (an identical one changes nothing). Samples after the last go to the open chunk; others rewrite
+    /// the chunks from the one holding their time on, which the head's writers rarely need.
+    pub fn put(&mut self, file: &ChunkFile, t: i64, v: f64) -> Result<Put, ChunkReadError> {
+        match self.open.last() {
+            Some((last, _)) if t < last => {}
+            Some((last, lv)) if t == last => {
+                if lv.to_bits() == v.to_bits() {
+                    return Ok(Put { added: 0, changed: false });
+                }
+            }
+            _ => {
+                self.push(file, t, v);
+                return Ok(Put { added: 1, changed: true });
+            }
+        }
+        // Rewrite from the chunk that holds `t` (or the first one after it).
+        let from = match self.open.time_range() {
+            Some((first, _)) if t >= first => self.sealed.len(),
+            _ => self.sealed.partition_point(|c| c.mint <= t).saturating_sub(1),
+        };
+        let mut samples = Vec::new();
+        self.decode_from(file, from, &mut samples)?;
+        let put = match samples.binary_search_by(|s| s.t.cmp(&t)) {
+            Ok(i) if samples[i].same_as(&Sample::new(t, v)) => return Ok(Put { added: 0, changed: false }),
+            Ok(i) => {
+                samples[i] = Sample::new(t, v);
+                Put { added: 0, changed: true }
+            }
+            Err(i) => {
+                samples.insert(i, Sample::new(t, v));
+                Put { added: 1, changed: true }
+            }
+        };
+        self.count -= (samples.len() - put.added) as u32;
+        self.sealed.truncate(from);
+        self.open.clear();
+        for s in samples {
+            self.push(file, s.t, s.v);
+        }
+        Ok(put)
+    }
+
+    /// Appends a sample after the last, sealing the open chunk first when it is full. When the chunk
+    /// file refuses the write (a full disk) the chunk stays open and grows in memory, and sealing is
+    /// tried again every 64 samples.
+    fn push(&mut self, file: &ChunkFile, t: i64, v: f64) {
+        if self.open.heap_bytes() == 0 {
+            self.open = OpenChunk::with_capacity(OPEN_BYTES);
+        }
+        let full = self.open.len() >= MAX_CHUNK_SAMPLES || self.open.byte_len() + MAX_SAMPLE_BYTES > OPEN_BYTES;
+        let retry = self.open.len() <= MAX_CHUNK_SAMPLES || self.open.len().is_multiple_of(64);
+        if full && retry {
+            self.seal(file);
+        }
+        self.open.append(t, v);
+        self.count += 1;
+    }
+
+    fn seal(&mut self, file: &ChunkFile) {
+        let Some((mint, _)) = self.open.time_range() else { return };
+        let mut buf = Vec::with_capacity(self.open.byte_len() + 8);
+        self.open.seal(&mut buf);
+        if buf.len() > MAX_SEALED_LEN {
+            return;
+        }
+        match file.append(&buf) {
+            Ok(off) => {
+                self.sealed.push(Sealed { mint, place: (off << LEN_BITS) | buf.len() as u64 });
+                if self.open.heap_bytes() > OPEN_BYTES {
+                    // Grown while the file refused writes: give the memory back.
+                    self.open = OpenChunk::with_capacity(OPEN_BYTES);
+                } else {
+                    self.open.clear();
+                }
+            }
+            Err(e) => {
+                let n = file.failures.fetch_add(1, Ordering::Relaxed) + 1;
+                if n.is_power_of_two() {
+                    tracing::warn!(path = %file.path().display(), error = %e, failures = n,
+                        "Could not write a head chunk; it stays in memory (the WAL holds its samples)");
+                }
+            }
+        }
+    }
+
+    /// Appends every sample from sealed chunk `from` on (and the open chunk) to `out`.
+    fn decode_from(&self, file: &ChunkFile, from: usize, out: &mut Vec<Sample>) -> Result<(), ChunkReadError> {
+        let mut scratch = Scratch::default();
+        for c in &self.sealed[from..] {
+            scratch.sealed(file, *c)?;
+            out.extend(scratch.samples());
+        }
+        scratch.open(&self.open).map_err(ChunkReadError::Open)?;
+        out.extend(scratch.samples());
+        Ok(())
+    }
+
+    /// The chunks that may hold samples in [mint, maxt], for reading after the head's lock is let go.
+    pub fn slice(&self, mint: i64, maxt: i64) -> SeriesChunks {
+        let Some((open_first, open_last)) = self.open.time_range() else { return SeriesChunks::default() };
+        let sealed = (0..self.sealed.len())
+            .filter(|&j| {
+                let upper = self.sealed.get(j + 1).map_or(open_first, |c| c.mint);
+                self.sealed[j].mint <= maxt && upper > mint
+            })
+            .map(|j| self.sealed[j])
+            .collect();
+        let open = if open_first <= maxt && open_last >= mint { self.open.clone() } else { OpenChunk::default() };
+        SeriesChunks { sealed, open, count: 0 }
+    }
+
+    /// Whether any sample lies in [mint, maxt]. Chunks' first times and the last sample answer most
+    /// questions; otherwise the candidate chunks are decoded (a chunk that cannot be read counts as a yes).
+    pub fn any_in(&self, file: &ChunkFile, mint: i64, maxt: i64) -> bool {
+        let Some((first, last)) = self.time_range() else { return false };
+        if last < mint || first > maxt {
+            return false;
+        }
+        let inside = |t: i64| t >= mint && t <= maxt;
+        if inside(first) || inside(last) || self.sealed.iter().any(|c| inside(c.mint)) {
+            return true;
+        }
+        if self.open.time_range().is_some_and(|(f, _)| inside(f)) {
+            return true;
+        }
+        let mut out = Vec::new();
+        self.read(file, mint, maxt, &mut out).map_or(true, |()| !out.is_empty())
+    }
+
+    /// Appends the samples in [mint, maxt] to `out`, in time order.
+    pub fn read(&self, file: &ChunkFile, mint: i64, maxt: i64, out: &mut Vec<Sample>) -> Result<(), ChunkReadError> {
+        let mut scratch = Scratch::default();
+        let open_first = self.open.time_range().map_or(i64::MAX, |(f, _)| f);
+        for (j, c) in self.sealed.iter().enumerate() {
+            let upper = self.sealed.get(j + 1).map_or(open_first, |n| n.mint);
+            if c.mint > maxt || upper <= mint {
+                continue;
+            }
+            scratch.sealed(file, *c)?;
+            out.extend(scratch.samples().filter(|s| s.t >= mint && s.t <= maxt));
+        }
+        if let Some((first, last)) = self.open.time_range()
+            && first <= maxt
+            && last >= mint
+        {
+            scratch.open(&self.open).map_err(ChunkReadError::Open)?;
+            out.extend(scratch.samples().filter(|s| s.t >= mint && s.t <= maxt));
+        }
+        Ok(())
+    }
+}
+
+/// Reused buffers for decoding.
+#[derive(Default)]
+struct Scratch {
+    bytes: Vec<u8>,
+    ts: Vec<i64>,
+    vals: Vec<f64>,
+}
+
+impl Scratch {
+    fn sealed(&mut self, file: &ChunkFile, c: Sealed) -> Result<(), ChunkReadError> {
+        file.read(c.offset(), c.len(), &mut self.bytes)?;
+        self.ts.clear();
+        self.vals.clear();
+        chunk::decode_into(&self.bytes, &mut self.ts, &mut self.vals).map_err(|source| ChunkReadError::Corrupt {
+            path: file.path().to_path_buf(),
+            offset: c.offset(),
+            source,
+        })?;
+        Ok(())
+    }
+
+    fn open(&mut self, open: &OpenChunk) -> Result<(), ChunkError> {
+        self.ts.clear();
+        self.vals.clear();
+        open.decode_into(&mut self.ts, &mut self.vals)
+    }
+
+    fn samples(&self) -> impl Iterator<Item = Sample> + '_ {
+        self.ts.iter().zip(&self.vals).map(|(&t, &v)| Sample::new(t, v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(s: &SeriesChunks, f: &ChunkFile) -> Vec<(i64, f64)> {
+        let mut out = Vec::new();
+        s.read(f, i64::MIN, i64::MAX, &mut out).unwrap();
+        out.iter().map(|s| (s.t, s.v)).collect()
+    }
+
+    #[test]
+    fn in_order_samples_seal_into_the_file_and_read_back() {
+        let f = ChunkFile::in_memory();
+        let mut s = SeriesChunks::default();
+        let want: Vec<(i64, f64)> = (0..1000).map(|i| (i * 10_000, (i as f64 * 0.37).sin())).collect();
+        for &(t, v) in &want {
+            assert_eq!(s.put(&f, t, v).unwrap().added, 1);
+        }
+        assert_eq!(s.len(), 1000);
+        assert!(s.sealed.len() > 8, "{} chunks sealed", s.sealed.len());
+        assert!(!f.is_empty());
+        assert_eq!(all(&s, &f), want);
+        assert_eq!(s.time_range(), Some((0, 9_990_000)));
+        // A range read and the slice a reader takes give the same samples.
+        let mut part = Vec::new();
+        s.slice(1_234_567, 5_000_000).read(&f, 1_234_567, 5_000_000, &mut part).unwrap();
+        let expect: Vec<(i64, f64)> =
+            want.iter().copied().filter(|&(t, _)| (1_234_567..=5_000_000).contains(&t)).collect();
+        assert_eq!(part.iter().map(|s| (s.t, s.v)).collect::<Vec<_>>(), expect);
+        assert!(s.any_in(&f, 1_234_567, 1_240_000));
+        assert!(!s.any_in(&f, 1_234_567, 1_239_999), "no sample between two 10 s steps");
+        // The open chunk's buffer never grew past its reservation.
+        assert_eq!(s.open.heap_bytes(), OPEN_BYTES);
+    }
+
+    #[test]
+    fn out_of_order_inserts_replacements_and_rewrites_match_a_sorted_list() {
+        let f = ChunkFile::in_memory();
+        let mut s = SeriesChunks::default();
+        let mut want = std::collections::BTreeMap::new();
+        // A fixed pseudo-random order over 600 times, with repeats and changed values.
+        let mut x: u64 = 7;
+        for i in 0..3000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let t = ((x >> 33) % 600) as i64 * 1000;
+            let v = if i % 3 == 0 { (x % 7) as f64 } else { (t / 1000) as f64 };
+            let put = s.put(&f, t, v).unwrap();
+            let old = want.insert(t, v);
+            assert_eq!(put.added, usize::from(old.is_none()));
+            assert_eq!(put.changed, old.is_none_or(|o: f64| o.to_bits() != v.to_bits()));
+        }
+        assert_eq!(s.len(), want.len());
+        assert_eq!(all(&s, &f), want.into_iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_refused_write_keeps_the_chunk_open_and_nothing_is_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = ChunkFile::create(&dir.path().join("chunks")).unwrap();
+        // A read-only handle stands in for a full disk: every append fails.
+        let ro = ChunkFile {
+            backing: Backing::Disk {
+                file: File::open(dir.path().join("chunks")).unwrap(),
+                path: dir.path().join("ro"),
+            },
+            len: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+        };
+        let mut s = SeriesChunks::default();
+        for i in 0..500 {
+            s.put(&ro, i, i as f64).unwrap();
+        }
+        assert!(s.sealed.is_empty());
+        assert!(ro.failures() > 0);
+        assert!(s.open.heap_bytes() > OPEN_BYTES, "the open chunk grew in memory");
+        assert_eq!(all(&s, &ro).len(), 500);
+        // The disk takes writes again: the next seal goes out and the buffer shrinks back.
+        for i in 500..600 {
+            s.put(&f, i, i as f64).unwrap();
+        }
+        assert_eq!(s.sealed.len(), 1);
+        assert_eq!(all(&s, &f), (0..600).map(|i| (i, i as f64)).collect::<Vec<_>>());
+        drop(ro);
+        drop(f);
+        assert!(!dir.path().join("chunks").exists(), "a dropped chunk file is deleted");
+    }
+}
