@@ -22,6 +22,10 @@ pub struct CorrelationConfig {
     pub burst_window: Duration,
     pub backoff_window: Duration,
     pub backoff_step: u32,
+    /// The least time between two notifications of one incident, as Alertmanager's `group_interval`
+    /// between a group's: a burst that comes sooner waits for it, and what begins meanwhile joins it.
+    /// Zero: an update goes out at the next flush of the incident's group.
+    pub update_interval: Duration,
     /// Causes, most likely root cause first.
     pub causes: Vec<CauseRule>,
 }
@@ -59,6 +63,7 @@ impl Default for CorrelationConfig {
             burst_window: Duration::from_secs(180),
             backoff_window: Duration::from_secs(3600),
             backoff_step: 2,
+            update_interval: Duration::ZERO,
             causes: default_causes(),
         }
     }

@@ -238,6 +238,37 @@ async fn a_notified_alert_that_begins_again_joins_a_burst_but_never_leads_one() 
     .assert_eq(&run(false).await);
 }
 
+#[tokio::test(start_paused = true)]
+async fn an_update_within_update_interval_waits_and_batches_what_begins_meanwhile() {
+    let cfg = format!(
+        "global: {{resolve_timeout: 1h}}\n{}",
+        CORRELATE.replace("backoff_step: 1}", "backoff_step: 1, update_interval: 5m}")
+    );
+    let h = ("host", "h1");
+    let run = |cfg: String| {
+        Timeline::new(&cfg)
+            .push(secs(0), vec![alert(&[h, ("alertname", "GpuUtilLow")], None)])
+            .push(
+                secs(60),
+                vec![alert(&[h, ("alertname", "EccErrors")], None), alert(&[h, ("alertname", "XidError")], None)],
+            )
+            .push(secs(180), vec![alert(&[h, ("alertname", "NcclTimeout")], None)])
+            .run(secs(900))
+    };
+    // The burst of two at 60s meets the backoff (one notification: two new alerts needed) but comes
+    // within 5m of the incident's first notification: it waits until 5m30s, though by then it began
+    // longer than burst_window ago, and NcclTimeout, begun meanwhile, goes with it.
+    expect![[r#"
+        30s team Firing [GpuUtilLow@h1] incident=1 cause=utilization_anomaly
+        5m30s team Firing [EccErrors@h1 GpuUtilLow@h1 NcclTimeout@h1 XidError@h1] incident=1 cause=gpu_fault"#]]
+    .assert_eq(&run(cfg).await);
+    // Without update_interval the burst goes out at the next flush, and NcclTimeout alone is held.
+    expect![[r#"
+        30s team Firing [GpuUtilLow@h1] incident=1 cause=utilization_anomaly
+        1m30s team Firing [EccErrors@h1 GpuUtilLow@h1 XidError@h1] incident=1 cause=gpu_fault"#]]
+    .assert_eq(&run(format!("global: {{resolve_timeout: 1h}}\n{CORRELATE}")).await);
+}
+
 const ESCALATE: &str = r#"
 global: {resolve_timeout: 1h}
 route:
