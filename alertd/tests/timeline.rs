@@ -2,6 +2,8 @@
 //! notifications expected at exact offsets (Alertmanager's acceptance tests allow a window; paused
 //! time makes the window a point).
 
+#[path = "support/fixture.rs"]
+mod fixture;
 #[path = "timeline/harness.rs"]
 mod harness;
 
@@ -10,22 +12,9 @@ use argus_model::Matcher;
 use expect_test::expect;
 use harness::{T0, Timeline, alert, secs};
 
-const BASE: &str = r#"
-global: {resolve_timeout: 5m}
-route:
-  receiver: team
-  group_by: [alertname]
-  group_wait: 30s
-  group_interval: 5m
-  repeat_interval: 1h
-receivers:
-  - name: team
-    webhook_configs: [{url: 'http://localhost:5001/', send_resolved: true}]
-"#;
-
 #[tokio::test(start_paused = true)]
 async fn group_wait_collects_alerts_of_the_first_30s() {
-    let got = Timeline::new(BASE)
+    let got = Timeline::new(&fixture::config(&[]))
         .push(secs(0), vec![alert(&[("alertname", "A"), ("host", "h1")], None)])
         .push(secs(10), vec![alert(&[("alertname", "A"), ("host", "h2")], None)])
         .push(secs(10), vec![alert(&[("alertname", "B"), ("host", "h1")], None)])
@@ -41,7 +30,7 @@ async fn group_wait_collects_alerts_of_the_first_30s() {
 async fn group_interval_batches_later_alerts() {
     let a1 = alert(&[("alertname", "A"), ("host", "h1")], None);
     let a2 = alert(&[("alertname", "A"), ("host", "h2")], None);
-    let got = Timeline::new(BASE)
+    let got = Timeline::new(&fixture::config(&[]))
         .push(secs(0), vec![a1.clone()])
         .push(secs(60), vec![a1.clone(), a2.clone()])
         .push(secs(120), vec![a1.clone(), a2.clone()])
@@ -58,7 +47,7 @@ async fn group_interval_batches_later_alerts() {
 #[tokio::test(start_paused = true)]
 async fn repeat_interval_resends_unchanged_groups() {
     let a = alert(&[("alertname", "A")], None);
-    let mut t = Timeline::new(BASE);
+    let mut t = Timeline::new(&fixture::config(&[]));
     // Re-sent every minute, as Prometheus does, so it never times out.
     for m in 0..130 {
         t = t.push(secs(m * 60), vec![a.clone()]);
@@ -73,7 +62,7 @@ async fn repeat_interval_resends_unchanged_groups() {
 
 #[tokio::test(start_paused = true)]
 async fn resolve_by_endsat_and_by_timeout() {
-    let got = Timeline::new(BASE)
+    let got = Timeline::new(&fixture::config(&[]))
         .push(secs(0), vec![alert(&[("alertname", "A")], None)])
         .push(secs(0), vec![alert(&[("alertname", "B")], None)])
         .push(secs(60), vec![alert(&[("alertname", "B")], Some(60))])
