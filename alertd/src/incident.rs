@@ -3,9 +3,10 @@
 //! as it grows. Each incident names a probable cause, the highest-ranked cause among its alerts.
 //!
 //! Updates back off: after an incident's topology has been notified `n` times within
-//! `backoff_window`, the next notification needs `1 + n / backoff_step` new alerts (not flapping,
-//! begun within `burst_window`). A quiet place notifies on its first alert; a place in an alert storm
-//! only on a burst that stands out from it.
+//! `backoff_window`, an update needs `1 + n / backoff_step` new alerts (not flapping, begun within
+//! `burst_window`); an incident's first notification needs one. A new incident notifies on its first
+//! alert; a place in an alert storm, whose incident stays open, updates only on a burst that stands
+//! out from it.
 
 use crate::alert::{Alert, Fingerprint};
 use crate::time::Timestamp;

@@ -228,6 +228,29 @@ async fn a_notified_alert_that_begins_again_joins_a_burst_but_never_leads_one() 
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_new_incident_notifies_its_first_alert_whatever_its_places_backoff() {
+    let h = ("host", "h1");
+    // GpuUtilLow is notified at 30s and resolves at 60s; its incident closes 10 minutes later.
+    // EccErrors, at 11m, opens a second incident on h1 and is notified at once, though h1's backoff
+    // (one notification within backoff_window, backoff_step 1) asks two new alerts of an update;
+    // XidError, an update of that incident after two notifications, needs three and is held.
+    let got = Timeline::new(CORRELATE)
+        .push(secs(0), vec![alert(&[h, ("alertname", "GpuUtilLow")], None)])
+        .push(secs(60), vec![alert(&[h, ("alertname", "GpuUtilLow")], Some(60))])
+        .push(secs(660), vec![alert(&[h, ("alertname", "EccErrors")], None)])
+        .push(
+            secs(780),
+            vec![alert(&[h, ("alertname", "EccErrors")], None), alert(&[h, ("alertname", "XidError")], None)],
+        )
+        .run(secs(1200))
+        .await;
+    expect![[r#"
+        30s team Firing [GpuUtilLow@h1] incident=1 cause=utilization_anomaly
+        11m30s team Firing [EccErrors@h1] incident=2 cause=gpu_fault"#]]
+    .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_update_within_update_interval_waits_and_batches_what_begins_meanwhile() {
     let cfg = format!(
         "global: {{resolve_timeout: 1h}}\n{}",

@@ -1,7 +1,8 @@
 //! HoldStage (alertd's own): after dedup has found news, holds the notification when the only news
-//! is alerts that are flapping, or — for a correlated incident — fewer new alerts than the
-//! incident's backoff asks for (`Correlator::required_burst`). Resolutions and repeats pass. An
-//! update of an incident that comes within `update_interval` of its last notification waits for it.
+//! is alerts that are flapping, or — for an update of a correlated incident already notified — fewer
+//! new alerts than the incident's backoff asks for (`Correlator::required_burst`). Resolutions and
+//! repeats pass. An update of an incident that comes within `update_interval` of its last
+//! notification waits for it.
 
 use super::dedup::split;
 use super::{Ctx, NotifyError, Stage};
@@ -63,7 +64,13 @@ impl Stage for HoldStage {
         // Riders never notify on their own, but those that begin together with steady alerts are
         // part of the burst: an alert storm shows as many alerts beginning at once.
         let new = if steady > 0 { steady + riders } else { 0 };
-        let need = ctx.incident.map_or(1, |(c, i)| c.required_burst(&i.origin, ctx.now));
+        // The backoff rations updates of an incident. Its first notification needs one new alert:
+        // the place has been quiet for the correlation window (an alert that shares its topology
+        // with an open incident joins that one), so what begins there now is news.
+        let need = match (ctx.incident, &entry) {
+            (Some((c, i)), Some(_)) => c.required_burst(&i.origin, ctx.now),
+            _ => 1,
+        };
         let burst = new >= need;
         if let (Some((c, _)), Some(e)) = (ctx.incident, &entry)
             && !c.cfg.update_interval.is_zero()
