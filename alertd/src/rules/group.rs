@@ -155,7 +155,8 @@ impl GroupState {
                 self.stale.extend(w.drain());
             }
         }
-        self.evaluated = true;
+        // A group replaced before its first evaluation still restores its kept rules at its first.
+        self.evaluated = old.evaluated;
     }
 
     /// Copies in the state of the group this one replaced at a reload, if any, once: a group
