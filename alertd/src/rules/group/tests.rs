@@ -312,3 +312,18 @@ async fn reload_restarts_the_for_timer_of_a_changed_rule() {
     "#]]
     .assert_debug_eq(&alerts[..6].to_vec());
 }
+
+#[tokio::test]
+async fn a_group_replaced_before_its_first_evaluation_still_restores() {
+    let backend = Arc::new(Fake::default());
+    hot(&backend, Some(90.0));
+    let labels = Labels::from_pairs([("__name__", ALERTS_FOR_STATE), ("alertname", "Hot"), ("host", "n1")]);
+    let since = (T0 - 5 * MIN) as f64 / 1000.0;
+    backend.written.lock().unwrap().push(WriteSeries { labels, samples: vec![Sample::new(T0 - MIN, since)] });
+    let (ev, _, group) = setup(backend);
+    let mut old = GroupState::new(group.clone());
+    let mut g = GroupState::new(group);
+    g.copy_state(&mut old);
+    ev.eval(&mut g, Timestamp(T0)).await;
+    assert_eq!(g.alerting().next().unwrap().alerts()[0].active_at, Timestamp(T0 - 5 * MIN), "activeAt restored");
+}
