@@ -68,7 +68,7 @@ impl Engine {
                 Box::new(TimeMuteStage),
                 Box::new(MuteStage { name: "silence", muter: silencer.clone() }),
                 Box::new(DedupStage { nflog: nflog.clone() }),
-                Box::new(HoldStage { nflog: nflog.clone() }),
+                Box::new(HoldStage::new(nflog.clone())),
                 Box::new(SendStage { notifier: notifier.clone(), nflog: nflog.clone() }),
                 Box::new(SetNotifiesStage { nflog: nflog.clone() }),
             ],

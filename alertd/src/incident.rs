@@ -3,9 +3,10 @@
 //! as it grows. Each incident names a probable cause, the highest-ranked cause among its alerts.
 //!
 //! Updates back off: after an incident's topology has been notified `n` times within
-//! `backoff_window`, the next notification needs `1 + n / backoff_step` new alerts (not flapping,
-//! begun within `burst_window`). A quiet place notifies on its first alert; a place in an alert storm
-//! only on a burst that stands out from it.
+//! `backoff_window`, an update needs `1 + n / backoff_step` new alerts (not flapping, begun within
+//! `burst_window`); an incident's first notification needs one. A new incident notifies on its first
+//! alert; a place in an alert storm, whose incident stays open, updates only on a burst that stands
+//! out from it.
 
 use crate::alert::{Alert, Fingerprint};
 use crate::time::Timestamp;
@@ -22,6 +23,10 @@ pub struct CorrelationConfig {
     pub burst_window: Duration,
     pub backoff_window: Duration,
     pub backoff_step: u32,
+    /// The least time between two notifications of one incident, as Alertmanager's `group_interval`
+    /// between a group's: a burst that comes sooner waits for it, and what begins meanwhile joins it.
+    /// Zero: an update goes out at the next flush of the incident's group.
+    pub update_interval: Duration,
     /// Causes, most likely root cause first.
     pub causes: Vec<CauseRule>,
 }
@@ -59,6 +64,7 @@ impl Default for CorrelationConfig {
             burst_window: Duration::from_secs(180),
             backoff_window: Duration::from_secs(3600),
             backoff_step: 2,
+            update_interval: Duration::ZERO,
             causes: default_causes(),
         }
     }

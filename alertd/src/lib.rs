@@ -37,3 +37,8 @@ pub use alert::{Alert, Fingerprint, PostableAlert};
 pub use config::{Config, ConfigError};
 pub use engine::Engine;
 pub use time::Timestamp;
+
+/// The configuration the unit tests and the timeline tests start from.
+#[cfg(test)]
+#[path = "../tests/support/fixture.rs"]
+mod fixture;

@@ -2,6 +2,8 @@
 //! notifications expected at exact offsets (Alertmanager's acceptance tests allow a window; paused
 //! time makes the window a point).
 
+#[path = "support/fixture.rs"]
+mod fixture;
 #[path = "timeline/harness.rs"]
 mod harness;
 
@@ -10,22 +12,9 @@ use argus_model::Matcher;
 use expect_test::expect;
 use harness::{T0, Timeline, alert, secs};
 
-const BASE: &str = r#"
-global: {resolve_timeout: 5m}
-route:
-  receiver: team
-  group_by: [alertname]
-  group_wait: 30s
-  group_interval: 5m
-  repeat_interval: 1h
-receivers:
-  - name: team
-    webhook_configs: [{url: 'http://localhost:5001/', send_resolved: true}]
-"#;
-
 #[tokio::test(start_paused = true)]
 async fn group_wait_collects_alerts_of_the_first_30s() {
-    let got = Timeline::new(BASE)
+    let got = Timeline::new(&fixture::config(&[]))
         .push(secs(0), vec![alert(&[("alertname", "A"), ("host", "h1")], None)])
         .push(secs(10), vec![alert(&[("alertname", "A"), ("host", "h2")], None)])
         .push(secs(10), vec![alert(&[("alertname", "B"), ("host", "h1")], None)])
@@ -41,7 +30,7 @@ async fn group_wait_collects_alerts_of_the_first_30s() {
 async fn group_interval_batches_later_alerts() {
     let a1 = alert(&[("alertname", "A"), ("host", "h1")], None);
     let a2 = alert(&[("alertname", "A"), ("host", "h2")], None);
-    let got = Timeline::new(BASE)
+    let got = Timeline::new(&fixture::config(&[]))
         .push(secs(0), vec![a1.clone()])
         .push(secs(60), vec![a1.clone(), a2.clone()])
         .push(secs(120), vec![a1.clone(), a2.clone()])
@@ -58,7 +47,7 @@ async fn group_interval_batches_later_alerts() {
 #[tokio::test(start_paused = true)]
 async fn repeat_interval_resends_unchanged_groups() {
     let a = alert(&[("alertname", "A")], None);
-    let mut t = Timeline::new(BASE);
+    let mut t = Timeline::new(&fixture::config(&[]));
     // Re-sent every minute, as Prometheus does, so it never times out.
     for m in 0..130 {
         t = t.push(secs(m * 60), vec![a.clone()]);
@@ -73,7 +62,7 @@ async fn repeat_interval_resends_unchanged_groups() {
 
 #[tokio::test(start_paused = true)]
 async fn resolve_by_endsat_and_by_timeout() {
-    let got = Timeline::new(BASE)
+    let got = Timeline::new(&fixture::config(&[]))
         .push(secs(0), vec![alert(&[("alertname", "A")], None)])
         .push(secs(0), vec![alert(&[("alertname", "B")], None)])
         .push(secs(60), vec![alert(&[("alertname", "B")], Some(60))])
@@ -236,6 +225,60 @@ async fn a_notified_alert_that_begins_again_joins_a_burst_but_never_leads_one() 
     expect![[r#"
         30s team Firing [GpuUtilLow@h1] incident=1 cause=utilization_anomaly"#]]
     .assert_eq(&run(false).await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_incident_notifies_its_first_alert_whatever_its_places_backoff() {
+    let h = ("host", "h1");
+    // GpuUtilLow is notified at 30s and resolves at 60s; its incident closes 10 minutes later.
+    // EccErrors, at 11m, opens a second incident on h1 and is notified at once, though h1's backoff
+    // (one notification within backoff_window, backoff_step 1) asks two new alerts of an update;
+    // XidError, an update of that incident after two notifications, needs three and is held.
+    let got = Timeline::new(CORRELATE)
+        .push(secs(0), vec![alert(&[h, ("alertname", "GpuUtilLow")], None)])
+        .push(secs(60), vec![alert(&[h, ("alertname", "GpuUtilLow")], Some(60))])
+        .push(secs(660), vec![alert(&[h, ("alertname", "EccErrors")], None)])
+        .push(
+            secs(780),
+            vec![alert(&[h, ("alertname", "EccErrors")], None), alert(&[h, ("alertname", "XidError")], None)],
+        )
+        .run(secs(1200))
+        .await;
+    expect![[r#"
+        30s team Firing [GpuUtilLow@h1] incident=1 cause=utilization_anomaly
+        11m30s team Firing [EccErrors@h1] incident=2 cause=gpu_fault"#]]
+    .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_update_within_update_interval_waits_and_batches_what_begins_meanwhile() {
+    let cfg = format!(
+        "global: {{resolve_timeout: 1h}}\n{}",
+        CORRELATE.replace("backoff_step: 1}", "backoff_step: 1, update_interval: 5m}")
+    );
+    let h = ("host", "h1");
+    let run = |cfg: String| {
+        Timeline::new(&cfg)
+            .push(secs(0), vec![alert(&[h, ("alertname", "GpuUtilLow")], None)])
+            .push(
+                secs(60),
+                vec![alert(&[h, ("alertname", "EccErrors")], None), alert(&[h, ("alertname", "XidError")], None)],
+            )
+            .push(secs(180), vec![alert(&[h, ("alertname", "NcclTimeout")], None)])
+            .run(secs(900))
+    };
+    // The burst of two at 60s meets the backoff (one notification: two new alerts needed) but comes
+    // within 5m of the incident's first notification: it waits until 5m30s, though by then it began
+    // longer than burst_window ago, and NcclTimeout, begun meanwhile, goes with it.
+    expect![[r#"
+        30s team Firing [GpuUtilLow@h1] incident=1 cause=utilization_anomaly
+        5m30s team Firing [EccErrors@h1 GpuUtilLow@h1 NcclTimeout@h1 XidError@h1] incident=1 cause=gpu_fault"#]]
+    .assert_eq(&run(cfg).await);
+    // Without update_interval the burst goes out at the next flush, and NcclTimeout alone is held.
+    expect![[r#"
+        30s team Firing [GpuUtilLow@h1] incident=1 cause=utilization_anomaly
+        1m30s team Firing [EccErrors@h1 GpuUtilLow@h1 XidError@h1] incident=1 cause=gpu_fault"#]]
+    .assert_eq(&run(format!("global: {{resolve_timeout: 1h}}\n{CORRELATE}")).await);
 }
 
 const ESCALATE: &str = r#"

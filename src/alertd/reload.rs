@@ -9,7 +9,9 @@
 //!   pending notifications are kept (a send cut short is sent again, with the same idempotency key);
 //!   those of receivers no longer configured fail, as at a restart; the capacity path of the
 //!   analyzer in the same process sends to the new receivers too;
-//! - rule groups restart, as at a process start: `for` state is restored from `ALERTS_FOR_STATE`.
+//! - rule groups restart; each rule left unchanged (same file, group and definition) keeps its
+//!   pending and firing alerts with their `for` timers, as in Prometheus; changed and new rules
+//!   start fresh (`argus_alertd::rules::group::Groups`).
 
 use super::{load_config_at, rule_groups};
 use anyhow::Result;
@@ -17,7 +19,7 @@ use argus_alertd::db::{Db, HistoryNotifier};
 use argus_alertd::deliver::{self, Deliverer, RetryPolicy};
 use argus_alertd::outbox::Outbox;
 use argus_alertd::rules::RuleGroup;
-use argus_alertd::rules::group::{EvalOptions, Evaluator};
+use argus_alertd::rules::group::{EvalOptions, Evaluator, Groups};
 use argus_alertd::runner::Shared;
 use argus_store::backend::StoreBackend;
 use prometheus_client::metrics::gauge::Gauge;
@@ -47,6 +49,8 @@ pub struct Reloader {
     /// The running delivery workers and rule groups; held while a reload swaps them, so two
     /// reloads never interleave.
     live: Mutex<Vec<JoinHandle<()>>>,
+    /// The rule groups' states, carried from one configuration to the next.
+    groups: Groups,
     successful: Gauge,
     success_time: Gauge<f64, AtomicU64>,
 }
@@ -65,6 +69,7 @@ impl Reloader {
             parts,
             config_text,
             live: Mutex::new(Vec::new()),
+            groups: Groups::default(),
             successful: Gauge::default(),
             success_time: Gauge::default(),
         };
@@ -141,7 +146,7 @@ impl Reloader {
             tracing::info!(groups = groups.len(), rules = n, "Evaluating rules against the store");
             let sink = Arc::new(self.shared.clone());
             let evaluator = Arc::new(Evaluator { backend: self.parts.backend.clone(), sink, opts });
-            tasks.extend(argus_alertd::rules::group::spawn(groups, evaluator, self.shared.clock.clone()));
+            tasks.extend(self.groups.spawn(groups, evaluator, self.shared.clock.clone()));
         }
         tasks
     }

@@ -448,6 +448,7 @@ pub struct Correlation {
     pub burst_window: Option<String>,
     pub backoff_window: Option<String>,
     pub backoff_step: Option<u32>,
+    pub update_interval: Option<String>,
     pub causes: Option<Vec<Cause>>,
 }
 

@@ -489,6 +489,12 @@ fn correlation(c: &Ctx, k: &raw::Correlation) -> Result<CorrelationConfig, Confi
             d.backoff_window,
         )?,
         backoff_step: k.backoff_step.unwrap_or(d.backoff_step),
+        update_interval: c.duration(
+            "argus.correlation.update_interval",
+            "update_interval",
+            &k.update_interval,
+            d.update_interval,
+        )?,
         causes,
     };
     if cfg.labels.is_empty() {

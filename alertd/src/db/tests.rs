@@ -8,17 +8,7 @@ use argus_model::{Labels, Matcher};
 use std::sync::Arc;
 use std::time::Duration;
 
-const CONFIG: &str = r#"
-route:
-  receiver: team
-  group_by: [alertname]
-  group_wait: 30s
-  group_interval: 5m
-  repeat_interval: 1h
-receivers:
-  - name: team
-    webhook_configs: [{url: 'http://localhost:5001/'}]
-"#;
+use crate::fixture;
 
 const T0: Timestamp = Timestamp(1_600_000_000_000);
 
@@ -41,7 +31,7 @@ fn engine(dir: &Path, notifier: Arc<dyn Notifier>) -> (Engine, Arc<DbSilences>) 
     let db = Arc::new(Db::open(dir).unwrap());
     let silences = Arc::new(DbSilences::load(db.clone()).unwrap());
     let nflog = Arc::new(DbLog::load(db.clone()).unwrap());
-    let cfg = crate::config::parse(CONFIG, "test.yml").unwrap();
+    let cfg = crate::config::parse(&fixture::config(&[]), "test.yml").unwrap();
     let notifier = Arc::new(HistoryNotifier { inner: notifier, db });
     (Engine::new(cfg, silences.clone(), nflog, notifier), silences)
 }
@@ -231,25 +221,15 @@ fn a_log_written_before_groups_were_kept_per_route_still_dedups() {
             )
             .unwrap();
     }
-    let config = r#"
-route:
-  receiver: team
-  group_by: [alertname]
-  group_wait: 30s
-  group_interval: 5m
-  repeat_interval: 1h
-  routes:
-    - {matchers: ['host="h1"'], receiver: team, continue: true}
-    - {matchers: ['host="h1"'], receiver: pager}
-receivers:
-  - {name: team, webhook_configs: [{url: 'http://localhost:5001/'}]}
-  - {name: pager, webhook_configs: [{url: 'http://localhost:5002/'}]}
-"#;
+    let config = fixture::config(&[
+        "{matchers: ['host=\"h1\"'], receiver: team, continue: true}",
+        "{matchers: ['host=\"h1\"'], receiver: pager}",
+    ]);
     let db = Arc::new(Db::open(dir.path()).unwrap());
     let nflog = Arc::new(DbLog::load(db.clone()).unwrap());
     let silences = Arc::new(DbSilences::load(db).unwrap());
     let rec = Arc::new(Recorder::default());
-    let mut e = Engine::new(crate::config::parse(config, "t.yml").unwrap(), silences, nflog, rec.clone());
+    let mut e = Engine::new(crate::config::parse(&config, "t.yml").unwrap(), silences, nflog, rec.clone());
     e.post(at(120), vec![alert("A", "h1")]).unwrap();
     e.advance(at(400));
     // The first sibling's group has the key the row was written under: `team` is not told again;
@@ -261,7 +241,7 @@ receivers:
 fn history_older_than_the_retention_is_pruned() {
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(dir.path()).unwrap());
-    let cfg = format!("{CONFIG}argus:\n  correlation: {{labels: [host]}}\n  history_retention: 1h\n");
+    let cfg = format!("{}argus:\n  correlation: {{labels: [host]}}\n  history_retention: 1h\n", fixture::config(&[]));
     let cfg = crate::config::parse(&cfg, "test.yml").unwrap();
     let rec = Arc::new(Recorder::default());
     let notifier = Arc::new(HistoryNotifier { inner: rec.clone(), db: db.clone() });
@@ -280,5 +260,7 @@ fn history_older_than_the_retention_is_pruned() {
     assert_eq!((count("notifications"), count("incidents"), count("alert_history")), (1, 1, 1));
     let kept = db.notifications(Range { start: T0, end: at(8000), limit: 10 }, None).unwrap();
     assert_eq!(kept[0].at, at(7230));
-    assert!(crate::config::parse(&format!("{CONFIG}argus:\n  history_retention: 0s\n"), "a.yml").is_err());
+    assert!(
+        crate::config::parse(&format!("{}argus:\n  history_retention: 0s\n", fixture::config(&[])), "a.yml").is_err()
+    );
 }

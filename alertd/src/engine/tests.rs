@@ -3,32 +3,19 @@ use crate::nflog::MemLog;
 use crate::notify::Recorder;
 use crate::silence::MemSilences;
 
+use crate::fixture;
+
 const T0: Timestamp = Timestamp(1_600_000_000_000);
 
 fn at(s: u64) -> Timestamp {
     T0 + Duration::from_secs(s)
 }
 
-fn config(extra_route: &str) -> Config {
-    let text = format!(
-        r#"
-route:
-  receiver: team
-  group_by: [alertname]
-  group_wait: 30s
-  group_interval: 5m
-  repeat_interval: 1h
-  routes:
-    - matchers: ['severity="page"']
-      receiver: team
-      continue: true
-{extra_route}
-receivers:
-  - {{name: team, webhook_configs: [{{url: 'http://localhost:5001/'}}]}}
-  - {{name: pager, webhook_configs: [{{url: 'http://localhost:5002/'}}]}}
-"#
-    );
-    crate::config::parse(&text, "test.yml").unwrap()
+/// The shared fixture with a child route that sends paging alerts to `team` too, then `extra`.
+fn config(extra: &[&str]) -> Config {
+    let mut routes = vec!["{matchers: ['severity=\"page\"'], receiver: team, continue: true}"];
+    routes.extend(extra);
+    crate::config::parse(&fixture::config(&routes), "test.yml").unwrap()
 }
 
 fn alert(name: &str) -> PostableAlert {
@@ -51,7 +38,7 @@ fn sent(rec: &Recorder) -> Vec<String> {
 #[test]
 fn reload_keeps_the_state_of_groups_whose_routes_remain() {
     let rec = Arc::new(Recorder::default());
-    let mut e = Engine::new(config(""), Arc::new(MemSilences::default()), Arc::new(MemLog::default()), rec.clone());
+    let mut e = Engine::new(config(&[]), Arc::new(MemSilences::default()), Arc::new(MemLog::default()), rec.clone());
     e.post(at(0), vec![alert("A")]).unwrap();
     e.advance(at(60));
     assert_eq!(sent(&rec), ["30 team"]);
@@ -59,8 +46,8 @@ fn reload_keeps_the_state_of_groups_whose_routes_remain() {
     // A new route to `pager`: its group is new and, its alert being older than group_wait, flushes
     // at once; the route to `team` remains, and its notification log holds back a second message.
     let rec2 = Arc::new(Recorder::default());
-    let extra = "    - {matchers: ['severity=\"page\"'], receiver: pager}";
-    e.reload(config(extra), rec2.clone(), at(100));
+    let extra = "{matchers: ['severity=\"page\"'], receiver: pager}";
+    e.reload(config(&[extra]), rec2.clone(), at(100));
     e.advance(at(100));
     assert_eq!(sent(&rec2), ["100 pager"]);
     assert!(rec.take().is_empty());
@@ -78,7 +65,7 @@ fn housekeeping_prunes_finished_outbox_entries_after_the_retention() {
     use crate::outbox::{Outbox, State};
     let dir = tempfile::tempdir().unwrap();
     let outbox = Arc::new(Outbox::open(&dir.path().join("alertd.db")).unwrap());
-    let cfg = config("");
+    let cfg = config(&[]);
     let deliverer = Deliverer::new(outbox.clone(), deliver::build(&cfg).unwrap(), RetryPolicy::default());
     let notifier = Arc::new(deliverer.notifier());
     let mut e = Engine::new(cfg, Arc::new(MemSilences::default()), Arc::new(MemLog::default()), notifier);

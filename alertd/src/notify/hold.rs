@@ -1,15 +1,28 @@
 //! HoldStage (alertd's own): after dedup has found news, holds the notification when the only news
-//! is alerts that are flapping, or — for a correlated incident — fewer new alerts than the
-//! incident's backoff asks for (`Correlator::required_burst`). Resolutions and repeats pass.
+//! is alerts that are flapping, or — for an update of a correlated incident already notified — fewer
+//! new alerts than the incident's backoff asks for (`Correlator::required_burst`). Resolutions and
+//! repeats pass. An update of an incident that comes within `update_interval` of its last
+//! notification waits for it.
 
 use super::dedup::split;
 use super::{Ctx, NotifyError, Stage};
 use crate::alert::Alert;
 use crate::nflog::NotificationLog;
-use std::sync::Arc;
+use crate::time::Timestamp;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 pub struct HoldStage {
-    pub nflog: Arc<dyn NotificationLog>,
+    nflog: Arc<dyn NotificationLog>,
+    /// Updates that have met their incident's backoff and wait out its `update_interval`: when each
+    /// met it, per group key and recipient.
+    waiting: Mutex<HashMap<(String, String), Timestamp>>,
+}
+
+impl HoldStage {
+    pub fn new(nflog: Arc<dyn NotificationLog>) -> Self {
+        HoldStage { nflog, waiting: Mutex::new(HashMap::new()) }
+    }
 }
 
 impl Stage for HoldStage {
@@ -51,8 +64,35 @@ impl Stage for HoldStage {
         // Riders never notify on their own, but those that begin together with steady alerts are
         // part of the burst: an alert storm shows as many alerts beginning at once.
         let new = if steady > 0 { steady + riders } else { 0 };
-        let need = ctx.incident.map_or(1, |(c, i)| c.required_burst(&i.origin, ctx.now));
-        if new >= need {
+        // The backoff rations updates of an incident. Its first notification needs one new alert:
+        // the place has been quiet for the correlation window (an alert that shares its topology
+        // with an open incident joins that one), so what begins there now is news.
+        let need = match (ctx.incident, &entry) {
+            (Some((c, i)), Some(_)) => c.required_burst(&i.origin, ctx.now),
+            _ => 1,
+        };
+        let burst = new >= need;
+        if let (Some((c, _)), Some(e)) = (ctx.incident, &entry)
+            && !c.cfg.update_interval.is_zero()
+        {
+            let wait = c.cfg.update_interval;
+            let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            // A burst met since the last notification stays met until it goes out: it began within
+            // `burst_window` of when it was counted, however long it waits.
+            waiting.retain(|_, &mut t| ctx.now - t <= 2 * wait);
+            let key = (ctx.group_key.to_string(), ctx.recipient.clone());
+            let met = waiting.get(&key).copied().filter(|&t| t > e.timestamp);
+            if burst || met.is_some() {
+                if ctx.now < e.timestamp + wait {
+                    waiting.insert(key, met.unwrap_or(ctx.now));
+                    tracing::debug!(at = %ctx.now, group = ctx.group_key, "Update waits for update_interval");
+                    return Ok(Vec::new());
+                }
+                waiting.remove(&key);
+                return Ok(alerts);
+            }
+        }
+        if burst {
             Ok(alerts)
         } else {
             tracing::debug!(at = %ctx.now, group = ctx.group_key, new, need, "Notification held");

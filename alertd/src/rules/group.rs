@@ -2,7 +2,8 @@
 //! the evaluation time, recording rules' results and the `ALERTS` / `ALERTS_FOR_STATE` series written
 //! back (with stale markers when a series ends), alerts sent into the engine like API v2 posts, and
 //! pending `for` state restored from `ALERTS_FOR_STATE` after the first evaluation, as Prometheus
-//! does (rules/manager.go `RestoreForState`).
+//! does (rules/manager.go `RestoreForState`). A reload keeps the state of every rule it leaves
+//! unchanged ([`Groups`], Prometheus' `Group.CopyState`).
 
 use super::alerting::{ALERTS_FOR_STATE, AlertingState};
 use super::{RecordingRule, Rule, RuleGroup};
@@ -14,7 +15,7 @@ use argus_model::{Labels, METRIC_NAME, Matcher, Sample};
 use argus_store::backend::{BackendError, QueryValue, StoreBackend};
 use argus_store::query::STALE_NAN_BITS;
 use argus_store::remote_write::WriteSeries;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,12 +74,31 @@ enum RuleState {
     Recording(RecordingRule),
 }
 
+impl RuleState {
+    /// Whether `self` and `other` are the same rule: every field of its definition equal.
+    fn same_rule(&self, other: &RuleState) -> bool {
+        match (self, other) {
+            (RuleState::Alerting(a), RuleState::Alerting(b)) => a.rule == b.rule,
+            (RuleState::Recording(a), RuleState::Recording(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A group's state, locked by its task while it evaluates.
+type SharedGroup = Arc<tokio::sync::Mutex<GroupState>>;
+
 /// A group's rules and what each wrote at its last evaluation (to mark ended series stale).
 pub struct GroupState {
+    pub file: String,
     pub name: String,
     pub interval: Duration,
     rules: Vec<(RuleState, HashSet<Labels>)>,
+    /// Series written by rules a reload removed or changed: marked stale at the next evaluation.
+    stale: HashSet<Labels>,
     evaluated: bool,
+    /// The state of the group this one replaces at a reload, copied in before its first evaluation.
+    inherit: Option<SharedGroup>,
 }
 
 impl GroupState {
@@ -91,7 +111,63 @@ impl GroupState {
                 Rule::Recording(r) => (RuleState::Recording(r), HashSet::new()),
             })
             .collect();
-        GroupState { name: group.name, interval: group.interval, rules, evaluated: false }
+        GroupState {
+            file: group.file,
+            name: group.name,
+            interval: group.interval,
+            rules,
+            stale: HashSet::new(),
+            evaluated: false,
+            inherit: None,
+        }
+    }
+
+    /// Takes over the state of `old`, the same group before a reload, as Prometheus'
+    /// `Group.CopyState` does: each rule whose definition is unchanged (name, expr, `for`,
+    /// `keep_firing_for`, labels, annotations) keeps its alerts with their `activeAt`, and the
+    /// series it wrote; duplicates match first to first. The series of old rules left unmatched are
+    /// marked stale at the next evaluation; their firing alerts are no longer sent, so they resolve
+    /// at their `endsAt`. Rules without a match start fresh, without reading `ALERTS_FOR_STATE`
+    /// (that is for a process start only).
+    pub fn copy_state(&mut self, old: &mut GroupState) {
+        let mut taken = vec![false; old.rules.len()];
+        for (rule, written) in &mut self.rules {
+            let found = old.rules.iter().enumerate().position(|(i, (o, _))| !taken[i] && o.same_rule(rule));
+            match found {
+                Some(i) => {
+                    taken[i] = true;
+                    let (o, w) = &mut old.rules[i];
+                    *written = std::mem::take(w);
+                    if let (RuleState::Alerting(new), RuleState::Alerting(o)) = (&mut *rule, o) {
+                        std::mem::swap(new, o);
+                    }
+                }
+                None => {
+                    if let RuleState::Alerting(a) = rule {
+                        a.restored = true;
+                    }
+                }
+            }
+        }
+        self.stale = std::mem::take(&mut old.stale);
+        for (i, (_, w)) in old.rules.iter_mut().enumerate() {
+            if !taken[i] {
+                self.stale.extend(w.drain());
+            }
+        }
+        // A group replaced before its first evaluation still restores its kept rules at its first.
+        self.evaluated = old.evaluated;
+    }
+
+    /// Copies in the state of the group this one replaced at a reload, if any, once: a group
+    /// replaced again before it ever ran passes on the state it inherited.
+    fn inherit(&mut self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            let Some(from) = self.inherit.take() else { return };
+            let mut old = from.lock().await;
+            old.inherit().await;
+            self.copy_state(&mut old);
+        })
     }
 
     /// The alerting rules' states, for tests and the API.
@@ -122,6 +198,14 @@ impl Evaluator {
             };
             if let Err(error) = self.eval_rule(rule, written, ts, first, g.interval).await {
                 tracing::warn!(group = %g.name, rule = %name, %error, "Rule evaluation failed");
+            }
+        }
+        if !g.stale.is_empty() {
+            // Series of removed or changed rules that no rule wrote again this time end here.
+            let mut gone = std::mem::take(&mut g.stale);
+            gone.retain(|l| !g.rules.iter().any(|(_, w)| w.contains(l)));
+            if let Err(error) = self.write(Vec::new(), &mut gone, ts).await {
+                tracing::warn!(group = %g.name, %error, "Stale markers of removed rules not written");
             }
         }
     }
@@ -217,13 +301,67 @@ impl Evaluator {
 
     /// Evaluates `group` every interval on `clock`, forever (abort the task to stop it).
     pub async fn run(self: Arc<Self>, group: RuleGroup, clock: TokioClock) {
-        let mut g = GroupState::new(group);
-        let mut tick = tokio::time::interval(g.interval);
+        let g = Arc::new(tokio::sync::Mutex::new(GroupState::new(group)));
+        self.run_state(g, clock).await
+    }
+
+    /// Evaluates the group in `state` every interval, after taking over the state it inherits.
+    async fn run_state(self: Arc<Self>, state: SharedGroup, clock: TokioClock) {
+        let interval = {
+            let mut g = state.lock().await;
+            g.inherit().await;
+            g.interval
+        };
+        let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             tick.tick().await;
-            self.eval(&mut g, clock.now()).await;
+            self.eval(&mut *state.lock().await, clock.now()).await;
         }
+    }
+}
+
+/// The running rule groups' states, kept across reloads: a group of the same file and name as a
+/// running one takes over the state of its unchanged rules ([`GroupState::copy_state`]).
+#[derive(Default)]
+pub struct Groups {
+    states: std::sync::Mutex<HashMap<(String, String), SharedGroup>>,
+    /// Set by the first `spawn`: groups started later (by a reload) without a namesake read no
+    /// `ALERTS_FOR_STATE`, as in Prometheus, where only the first load after a start restores.
+    started: std::sync::atomic::AtomicBool,
+}
+
+impl Groups {
+    /// Starts one task per group, each taking over the state its namesake had. Call it after
+    /// aborting the tasks it started before (a reload): an aborted group's last evaluation finishes
+    /// before its state is copied.
+    pub fn spawn(
+        &self,
+        groups: Vec<RuleGroup>,
+        evaluator: Arc<Evaluator>,
+        clock: TokioClock,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
+        let mut old = std::mem::take(&mut *states);
+        let reload = self.started.swap(true, std::sync::atomic::Ordering::Relaxed);
+        let mut tasks = Vec::with_capacity(groups.len());
+        for group in groups {
+            let key = (group.file.clone(), group.name.clone());
+            let mut g = GroupState::new(group);
+            g.inherit = old.remove(&key);
+            if reload && g.inherit.is_none() {
+                g.evaluated = true;
+                for (r, _) in &mut g.rules {
+                    if let RuleState::Alerting(a) = r {
+                        a.restored = true;
+                    }
+                }
+            }
+            let g = Arc::new(tokio::sync::Mutex::new(g));
+            states.insert(key, g.clone());
+            tasks.push(tokio::spawn(evaluator.clone().run_state(g, clock.clone())));
+        }
+        tasks
     }
 }
 
@@ -236,11 +374,6 @@ fn instant_vector(v: QueryValue) -> Result<Vec<(Labels, f64)>, EvalError> {
         QueryValue::Matrix(_) => Err(EvalError::NotVector("range vector")),
         QueryValue::String(..) => Err(EvalError::NotVector("string")),
     }
-}
-
-/// Starts one task per group.
-pub fn spawn(groups: Vec<RuleGroup>, evaluator: Arc<Evaluator>, clock: TokioClock) -> Vec<tokio::task::JoinHandle<()>> {
-    groups.into_iter().map(|g| tokio::spawn(evaluator.clone().run(g, clock.clone()))).collect()
 }
 
 /// An embedded store in a temporary directory, and a whole second `minutes` ago to write from

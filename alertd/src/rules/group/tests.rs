@@ -257,3 +257,73 @@ async fn forecast_rule_fires_when_the_band_crosses_the_limit_within_the_horizon(
     let sent = sink.0.lock().unwrap().clone();
     assert_eq!(sent.last().unwrap().1.ends_at, Some(Timestamp(t)), "{sent:?}");
 }
+
+const FOR_5M: &str = "groups:\n- name: g\n  interval: 1m\n  rules:\n  - alert: Hot\n    expr: temp > 80\n    for: 5m\n    annotations: {summary: '{{ $labels.host }} is {{ $value }}'}\n";
+
+/// Runs [`FOR_5M`] with `Hot` pending from minute 0, reloads at minute 4 (plus a second) with
+/// `after`, and returns what was sent until minute 10, and the `ALERTS` series written.
+async fn reload_at_minute_4(after: &str) -> (Vec<String>, Vec<String>) {
+    let backend = Arc::new(Fake::default());
+    hot(&backend, Some(90.0));
+    backend.answers.lock().unwrap().insert("temp > 85".into(), vec![(Labels::from_pairs([("host", "n1")]), 90.0)]);
+    let sink = Arc::new(Sink::default());
+    // The default grace period (10m) is over `for`: a restart would not restore this rule.
+    let ev = Arc::new(Evaluator { backend: backend.clone(), sink: sink.clone(), opts: EvalOptions::default() });
+    let clock = TokioClock::starting_at(Timestamp(T0));
+    let groups = Groups::default();
+    let tasks = groups.spawn(parse(FOR_5M, "r.yml").unwrap(), ev.clone(), clock.clone());
+    tokio::time::sleep(Duration::from_millis(4 * MIN as u64 + 1000)).await;
+    assert!(sink.0.lock().unwrap().is_empty(), "pending for 4 of its 5 minutes");
+    tasks.iter().for_each(|t| t.abort());
+    let tasks = groups.spawn(parse(after, "r.yml").unwrap(), ev.clone(), clock);
+    tokio::time::sleep(Duration::from_millis(6 * MIN as u64)).await;
+    tasks.iter().for_each(|t| t.abort());
+    (sent(&sink), written(&backend, "ALERTS"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn reload_keeps_the_for_timer_of_an_unchanged_rule() {
+    let (sent, _) = reload_at_minute_4(FOR_5M).await;
+    assert_eq!(sent[0], "5: Hot starts=5 ends=9 n1 is 90", "fires at minute 5, not 9: {sent:?}");
+    // A rule added beside it leaves it unchanged too.
+    let added = format!("{FOR_5M}  - alert: Cold\n    expr: temp < 0\n");
+    let (sent, _) = reload_at_minute_4(&added).await;
+    assert_eq!(sent[0], "5: Hot starts=5 ends=9 n1 is 90", "{sent:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn reload_restarts_the_for_timer_of_a_changed_rule() {
+    let changed = FOR_5M.replace("temp > 80", "temp > 85");
+    let (sent, _) = reload_at_minute_4(&changed).await;
+    assert_eq!(sent, ["9: Hot starts=9 ends=13 n1 is 90"], "pending anew from minute 4");
+    // A changed label is a changed rule too; the old rule's series end at the reload.
+    let relabelled = format!("{FOR_5M}    labels: {{severity: page}}\n");
+    let (sent, alerts) = reload_at_minute_4(&relabelled).await;
+    assert_eq!(sent, ["9: Hot starts=9 ends=13 n1 is 90"]);
+    expect_test::expect![[r#"
+        [
+            "1 ALERTS{alertname=\"Hot\", alertstate=\"pending\", host=\"n1\"} 1",
+            "2 ALERTS{alertname=\"Hot\", alertstate=\"pending\", host=\"n1\"} 1",
+            "3 ALERTS{alertname=\"Hot\", alertstate=\"pending\", host=\"n1\"} 1",
+            "4 ALERTS{alertname=\"Hot\", alertstate=\"pending\", host=\"n1\"} 1",
+            "4 ALERTS{alertname=\"Hot\", alertstate=\"pending\", host=\"n1\", severity=\"page\"} 1",
+            "4 ALERTS{alertname=\"Hot\", alertstate=\"pending\", host=\"n1\"} NaN",
+        ]
+    "#]]
+    .assert_debug_eq(&alerts[..6].to_vec());
+}
+
+#[tokio::test]
+async fn a_group_replaced_before_its_first_evaluation_still_restores() {
+    let backend = Arc::new(Fake::default());
+    hot(&backend, Some(90.0));
+    let labels = Labels::from_pairs([("__name__", ALERTS_FOR_STATE), ("alertname", "Hot"), ("host", "n1")]);
+    let since = (T0 - 5 * MIN) as f64 / 1000.0;
+    backend.written.lock().unwrap().push(WriteSeries { labels, samples: vec![Sample::new(T0 - MIN, since)] });
+    let (ev, _, group) = setup(backend);
+    let mut old = GroupState::new(group.clone());
+    let mut g = GroupState::new(group);
+    g.copy_state(&mut old);
+    ev.eval(&mut g, Timestamp(T0)).await;
+    assert_eq!(g.alerting().next().unwrap().alerts()[0].active_at, Timestamp(T0 - 5 * MIN), "activeAt restored");
+}
