@@ -117,8 +117,16 @@ fn parse(query: &str) -> Result<Expr, QueryError> {
             tracing::warn!(error = %e, "holt_winters stays unavailable");
         }
     });
-    promql_parser::parser::parse(query)
+    parse_expr(query)
         .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {}", syntax::with_position(query, &e))))
+}
+
+/// `promql_parser::parser::parse`, with a panic inside the parser turned into an error: some
+/// out-of-range numbers (an `offset` of 10^60 seconds) panic in its grammar actions, found by fuzzing.
+/// Every PromQL string Argus parses goes through here.
+pub fn parse_expr(query: &str) -> Result<promql_parser::parser::Expr, String> {
+    std::panic::catch_unwind(|| promql_parser::parser::parse(query))
+        .unwrap_or_else(|_| Err("a number or duration in the query is out of range".to_string()))
 }
 
 /// Checks that `query` parses, as the query endpoints would (rule files are validated with it); the

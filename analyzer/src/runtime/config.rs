@@ -196,7 +196,7 @@ fn validate_rule(r: &RuleConfig, at: &str, interval: Duration) -> Result<Rule, C
     if r.query.trim().is_empty() {
         return Err(err(format!("{at}.query"), "is empty"));
     }
-    if let Err(e) = promql_parser::parser::parse(&r.query) {
+    if let Err(e) = argus_store::query::parse_expr(&r.query) {
         return Err(err(format!("{at}.query"), format!("not valid PromQL: {e}")));
     }
     if r.detectors.is_empty() {

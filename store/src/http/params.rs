@@ -129,7 +129,7 @@ pub fn unescape_label_name(name: &str) -> String {
 
 /// Matchers of a selector string such as `up{job="x"}`, as used by `match[]`.
 pub fn parse_selector(s: &str) -> Result<Vec<Matcher>, String> {
-    match promql_parser::parser::parse(s) {
+    match crate::query::parse_expr(s) {
         Ok(promql_parser::parser::Expr::VectorSelector(vs)) => crate::query::matchers_of(&vs),
         Ok(_) => Err(format!("invalid parameter \"match[]\": {s:?} is not a series selector")),
         Err(e) => Err(format!("invalid parameter \"match[]\": {}", crate::query::parse_error(s, &e))),

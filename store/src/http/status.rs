@@ -62,7 +62,7 @@ pub async fn metadata(p: Params) -> Response {
     responses((status = 200, description = "No exemplars", body = ExemplarsAnswer), ReadErrors))]
 pub async fn query_exemplars(p: Params) -> Response {
     let query = p.get("query").unwrap_or("");
-    if let Err(e) = promql_parser::parser::parse(query) {
+    if let Err(e) = crate::query::parse_expr(query) {
         return bad(format!("invalid parameter \"query\": {}", crate::query::parse_error(query, &e)));
     }
     for name in ["start", "end"] {

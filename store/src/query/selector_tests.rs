@@ -101,7 +101,7 @@ fn plain_selectors_match_the_general_evaluator_and_prometheus_rules() {
         let step = [1_000, 9_999, 10_000, 15_000, 60_000, 3_600_000][rng.below(6) as usize];
         let end = start + rng.below(3 * HOUR as u64) as i64;
         let fast = matrix(super::range(&db, q, start, end, step, &limits).unwrap());
-        let expr = promql_parser::parser::parse(q).unwrap();
+        let expr = crate::query::parse_expr(q).unwrap();
         let ev = eval::Ev::new(&db, start, end, step, &limits);
         let general = matrix(super::evaluated(&ev, &expr, start, step).unwrap());
         assert_eq!(fast, general, "{q} over [{start}, {end}] step {step}");

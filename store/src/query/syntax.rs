@@ -19,7 +19,8 @@ const MAX_PROBED_TOKENS: usize = 2_000;
 /// `msg` (the parser's message for `q`) as Prometheus words it: `line:col: parse error: msg`, with a
 /// 1-based line and a 1-based byte column, as Prometheus counts them.
 pub fn with_position(q: &str, msg: &str) -> String {
-    let at = offset(q, msg).min(q.len());
+    // The lexer shares the parser's number conversions, which can panic on out-of-range input.
+    let at = std::panic::catch_unwind(|| offset(q, msg)).unwrap_or(0).min(q.len());
     let line_start = q[..at].rfind('\n').map_or(0, |i| i + 1);
     let line = q[..at].matches('\n').count() + 1;
     format!("{line}:{}: parse error: {msg}", at - line_start + 1)

@@ -39,7 +39,7 @@ fn labels_of(s: &str) -> Labels {
     if s.trim() == "{}" {
         return Labels::default();
     }
-    let e = promql_parser::parser::parse(s).unwrap_or_else(|e| panic!("bad series {s:?}: {e}"));
+    let e = crate::query::parse_expr(s).unwrap_or_else(|e| panic!("bad series {s:?}: {e}"));
     let promql_parser::parser::Expr::VectorSelector(vs) = e else { panic!("not a series: {s}") };
     let ms = super::matchers_of(&vs).unwrap_or_else(|_| {
         // `{}` (no labels) is a valid expected result though not a valid selector.
@@ -292,4 +292,12 @@ fn series_descriptions_expand() {
     let v = expand("1 _ stale 0+10x2 5-1x1 _x2 7x1 -2+1x1");
     let shown: Vec<String> = v.iter().map(|x| x.map_or("_".into(), |f| f.to_string())).collect();
     assert_eq!(shown.join(" "), "1 _ NaN 0 10 20 5 4 _ _ 7 7 -2 -1");
+}
+
+#[test]
+fn an_out_of_range_offset_is_an_error_not_a_panic() {
+    // Found by fuzzing: the parser's grammar action panics converting this many seconds to a Duration.
+    let q = format!("up offset 5{}0", "9".repeat(60));
+    let e = crate::query::check(&q).unwrap_err();
+    assert!(e.to_string().contains("out of range"), "{e}");
 }

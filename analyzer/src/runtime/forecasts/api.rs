@@ -42,7 +42,7 @@ fn bad(msg: String) -> Response {
 
 /// The label matchers of a selector like `{a="b"}` (a metric name in it matches `metric`).
 fn matchers(selector: &str) -> Result<Vec<Matcher>, String> {
-    let expr = promql_parser::parser::parse(selector).map_err(|e| format!("match: not a selector: {e}"))?;
+    let expr = argus_store::query::parse_expr(selector).map_err(|e| format!("match: not a selector: {e}"))?;
     let Expr::VectorSelector(vs) = expr else {
         return Err(format!("match: {selector:?} is not a series selector"));
     };
