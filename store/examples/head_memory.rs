@@ -37,7 +37,9 @@ fn main() {
             ])
         })
         .collect();
-    let t0 = 1_700_000_000_000i64;
+    // Recent enough to be inside retention, old enough that the last step is not in the future.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as i64;
+    let t0 = now - steps as i64 * 10_000;
     let mut x: u64 = 1;
     println!("step  samples(M)  head_bytes(MiB)  B/sample  chunk_file(MiB)  RSS(MiB)");
     for step in 0..steps {
