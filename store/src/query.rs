@@ -121,10 +121,12 @@ fn parse(query: &str) -> Result<Expr, QueryError> {
         .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {}", syntax::with_position(query, &e))))
 }
 
-/// `promql_parser::parser::parse`, with a panic inside the parser turned into an error: some
-/// out-of-range numbers (an `offset` of 10^60 seconds) panic in its grammar actions, found by fuzzing.
-/// Every PromQL string Argus parses goes through here.
+/// `promql_parser::parser::parse`, refusing first the durations the parser would panic on (an `offset`
+/// of 10^60 seconds, `[Inf]`: it converts them with `Duration::from_secs_f64`; found by fuzzing), and
+/// turning any other panic inside the parser into an error. Every PromQL string Argus parses goes
+/// through here.
 pub fn parse_expr(query: &str) -> Result<promql_parser::parser::Expr, String> {
+    syntax::check_durations(query)?;
     std::panic::catch_unwind(|| promql_parser::parser::parse(query))
         .unwrap_or_else(|_| Err("a number or duration in the query is out of range".to_string()))
 }

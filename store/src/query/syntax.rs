@@ -19,6 +19,9 @@ const MAX_PROBED_TOKENS: usize = 2_000;
 /// `msg` (the parser's message for `q`) as Prometheus words it: `line:col: parse error: msg`, with a
 /// 1-based line and a 1-based byte column, as Prometheus counts them.
 pub fn with_position(q: &str, msg: &str) -> String {
+    if msg.starts_with(|c: char| c.is_ascii_digit()) && msg.contains(": parse error: ") {
+        return msg.to_string(); // placed already (check_durations)
+    }
     // The lexer shares the parser's number conversions, which can panic on out-of-range input.
     let at = std::panic::catch_unwind(|| offset(q, msg)).unwrap_or(0).min(q.len());
     let line_start = q[..at].rfind('\n').map_or(0, |i| i + 1);
@@ -122,4 +125,120 @@ mod tests {
         assert!(check("rate(x)").starts_with("1:6: "), "{}", check("rate(x)"));
         assert!(check("x +\n  on(a b) y").starts_with("2:8: "), "{}", check("x +\n  on(a b) y"));
     }
+}
+
+/// The most seconds a duration may hold: Prometheus keeps durations as int64 milliseconds.
+const MAX_DURATION_SECS: f64 = 9.2e12;
+
+/// Refuses a number in a duration's place (after `offset`, `[` or a subquery's `:`) that is not a
+/// finite count of seconds within [`MAX_DURATION_SECS`], with each part of a unit duration (`5y3d`)
+/// checked after its unit. Strings and comments are skipped. The parser itself would panic on them.
+pub fn check_durations(q: &str) -> Result<(), String> {
+    let b = q.as_bytes();
+    let mut i = 0;
+    // Whether the last significant token puts a duration next.
+    let mut expect = false;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'"' | b'\'' | b'`' => {
+                i += 1;
+                while i < b.len() && b[i] != c {
+                    i += if b[i] == b'\\' && c != b'`' { 2 } else { 1 };
+                }
+                i += 1;
+                expect = false;
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            c if c.is_ascii_whitespace() => i += 1,
+            b'-' | b'+' if expect => i += 1,
+            b'[' | b':' => {
+                expect = true;
+                i += 1;
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'.' => {
+                let start = i;
+                while i < b.len()
+                    && (b[i].is_ascii_alphanumeric()
+                        || b[i] == b'_'
+                        || b[i] == b'.'
+                        || b[i] == b':'
+                        || ((b[i] == b'+' || b[i] == b'-')
+                            && matches!(b[i - 1], b'e' | b'E')
+                            && b[start].is_ascii_digit()))
+                {
+                    if b[i] == b':' && !b[start].is_ascii_alphabetic() {
+                        break;
+                    }
+                    i += 1;
+                }
+                let word = &q[start..i];
+                if expect && let Err(e) = duration_in_range(word) {
+                    return Err(format!("{}: {e}", with_position_at(q, start)));
+                }
+                expect = word.eq_ignore_ascii_case("offset");
+            }
+            _ => {
+                expect = false;
+                i += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks one duration-place word: a number of seconds (`300`, `1e3`, `0x10`, `Inf`) or unit parts
+/// (`1.5h`, `5m30s`).
+fn duration_in_range(word: &str) -> Result<(), String> {
+    let too_big = || Err(format!("duration {word:?} is out of range"));
+    let lower = word.to_ascii_lowercase();
+    if matches!(lower.as_str(), "inf" | "nan" | "+inf" | "-inf") {
+        return too_big();
+    }
+    if !lower.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return Ok(()); // not a number: the parser's own error
+    }
+    let plain = if let Some(hex) = lower.strip_prefix("0x") {
+        u64::from_str_radix(hex, 16).ok().map(|v| v as f64)
+    } else {
+        lower.parse::<f64>().ok()
+    };
+    if let Some(secs) = plain {
+        return if secs.is_finite() && secs.abs() <= MAX_DURATION_SECS { Ok(()) } else { too_big() };
+    }
+    // Unit parts: a number then letters, repeated.
+    let mut rest = lower.as_str();
+    while !rest.is_empty() {
+        let n = rest.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(rest.len());
+        let (num, tail) = rest.split_at(n);
+        let u = tail.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(u);
+        let scale = match unit {
+            "ms" => 0.001,
+            "s" | "" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "d" => 86400.0,
+            "w" => 604800.0,
+            "y" => 31536000.0,
+            _ => return Ok(()), // not a duration: the parser's own error
+        };
+        match num.parse::<f64>() {
+            Ok(v) if v.is_finite() && v * scale <= MAX_DURATION_SECS => {}
+            Ok(_) => return too_big(),
+            Err(_) => return Ok(()),
+        }
+        rest = next;
+    }
+    Ok(())
+}
+
+/// `line:col` of byte `at` in `q`.
+fn with_position_at(q: &str, at: usize) -> String {
+    let line_start = q[..at].rfind('\n').map_or(0, |i| i + 1);
+    format!("{}:{}: parse error", q[..at].matches('\n').count() + 1, at - line_start + 1)
 }

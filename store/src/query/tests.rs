@@ -300,4 +300,21 @@ fn an_out_of_range_offset_is_an_error_not_a_panic() {
     let q = format!("up offset 5{}0", "9".repeat(60));
     let e = crate::query::check(&q).unwrap_err();
     assert!(e.to_string().contains("out of range"), "{e}");
+    for q in [
+        "up[2e50]",
+        "up offset Inf",
+        "up offset -NaN",
+        "up[5m:1e300]",
+        "rate(up[999999999999999y])",
+        "up offset 1000000000000000000ms",
+    ] {
+        let e = crate::query::check(q).unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{q}: {e}");
+    }
+    // Numbers elsewhere, strings and ordinary durations are left alone.
+    for q in
+        ["up > 1e300", "up{a=\"[1e300]\"} offset 5m", "up[5m:30s] offset 1h", "up offset 300", "up[90s]", "x:y:z[5m]"]
+    {
+        crate::query::check(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
 }
