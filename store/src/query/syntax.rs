@@ -102,31 +102,6 @@ fn quoted_after<'a>(msg: &'a str, lead: &str) -> Option<&'a str> {
     Some(&rest[..rest.find('\'')?])
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(q: &str) -> String {
-        let msg = parse(q).expect_err("must not parse");
-        with_position(q, &msg)
-    }
-
-    #[test]
-    fn positions_where_prometheus_reports_them() {
-        // Expected positions as Prometheus 2.42 reports them for the same input.
-        assert_eq!(check("sum(rate(x[5m])"), "1:16: parse error: unclosed left parenthesis");
-        assert!(check("1 +").starts_with("1:4: "), "{}", check("1 +"));
-        assert!(check("sum by (a b) (x)").starts_with("1:11: "), "{}", check("sum by (a b) (x)"));
-        assert!(check("x{a=1}").starts_with("1:5: "), "{}", check("x{a=1}"));
-        assert!(check("x{a=}").starts_with("1:5: "), "{}", check("x{a=}"));
-        assert!(check("up)").starts_with("1:3: "), "{}", check("up)"));
-        assert!(check("x $ 1").starts_with("1:3: "), "{}", check("x $ 1"));
-        assert_eq!(check("foo(x)"), "1:1: parse error: unknown function with name 'foo'");
-        assert!(check("rate(x)").starts_with("1:6: "), "{}", check("rate(x)"));
-        assert!(check("x +\n  on(a b) y").starts_with("2:8: "), "{}", check("x +\n  on(a b) y"));
-    }
-}
-
 /// The most seconds a duration may hold: Prometheus keeps durations as int64 milliseconds.
 const MAX_DURATION_SECS: f64 = 9.2e12;
 
@@ -241,4 +216,29 @@ fn duration_in_range(word: &str) -> Result<(), String> {
 fn with_position_at(q: &str, at: usize) -> String {
     let line_start = q[..at].rfind('\n').map_or(0, |i| i + 1);
     format!("{}:{}: parse error", q[..at].matches('\n').count() + 1, at - line_start + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(q: &str) -> String {
+        let msg = parse(q).expect_err("must not parse");
+        with_position(q, &msg)
+    }
+
+    #[test]
+    fn positions_where_prometheus_reports_them() {
+        // Expected positions as Prometheus 2.42 reports them for the same input.
+        assert_eq!(check("sum(rate(x[5m])"), "1:16: parse error: unclosed left parenthesis");
+        assert!(check("1 +").starts_with("1:4: "), "{}", check("1 +"));
+        assert!(check("sum by (a b) (x)").starts_with("1:11: "), "{}", check("sum by (a b) (x)"));
+        assert!(check("x{a=1}").starts_with("1:5: "), "{}", check("x{a=1}"));
+        assert!(check("x{a=}").starts_with("1:5: "), "{}", check("x{a=}"));
+        assert!(check("up)").starts_with("1:3: "), "{}", check("up)"));
+        assert!(check("x $ 1").starts_with("1:3: "), "{}", check("x $ 1"));
+        assert_eq!(check("foo(x)"), "1:1: parse error: unknown function with name 'foo'");
+        assert!(check("rate(x)").starts_with("1:6: "), "{}", check("rate(x)"));
+        assert!(check("x +\n  on(a b) y").starts_with("2:8: "), "{}", check("x +\n  on(a b) y"));
+    }
 }
