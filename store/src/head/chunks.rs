@@ -282,27 +282,32 @@ impl SeriesChunks {
 
     /// Appends every sample from sealed chunk `from` on (and the open chunk) to `out`.
     fn decode_from(&self, file: &ChunkFile, from: usize, out: &mut Vec<Sample>) -> Result<(), ChunkReadError> {
-        let mut scratch = Scratch::default();
-        for c in &self.sealed[from..] {
-            scratch.sealed(file, *c)?;
-            out.extend(scratch.samples());
-        }
-        scratch.open(&self.open).map_err(ChunkReadError::Open)?;
-        out.extend(scratch.samples());
-        Ok(())
+        let start = self.sealed.get(from).map(|c| c.mint).or(self.open.time_range().map(|(f, _)| f));
+        self.read(file, start.unwrap_or(i64::MIN), i64::MAX, out)
+    }
+
+    /// The sealed chunks that may hold samples in [mint, maxt]: each runs up to the next one's start, the
+    /// last up to the open chunk's first sample.
+    fn sealed_in(&self, mint: i64, maxt: i64) -> impl Iterator<Item = Sealed> + '_ {
+        let open_first = self.open.time_range().map_or(i64::MAX, |(f, _)| f);
+        self.sealed.iter().enumerate().filter_map(move |(j, c)| {
+            let upper = self.sealed.get(j + 1).map_or(open_first, |n| n.mint);
+            (c.mint <= maxt && upper > mint).then_some(*c)
+        })
+    }
+
+    /// Whether the open chunk may hold samples in [mint, maxt].
+    fn open_in(&self, mint: i64, maxt: i64) -> bool {
+        self.open.time_range().is_some_and(|(first, last)| first <= maxt && last >= mint)
     }
 
     /// The chunks that may hold samples in [mint, maxt], for reading after the head's lock is let go.
     pub fn slice(&self, mint: i64, maxt: i64) -> SeriesChunks {
-        let Some((open_first, open_last)) = self.open.time_range() else { return SeriesChunks::default() };
-        let sealed = (0..self.sealed.len())
-            .filter(|&j| {
-                let upper = self.sealed.get(j + 1).map_or(open_first, |c| c.mint);
-                self.sealed[j].mint <= maxt && upper > mint
-            })
-            .map(|j| self.sealed[j])
-            .collect();
-        let open = if open_first <= maxt && open_last >= mint { self.open.clone() } else { OpenChunk::default() };
+        if self.open.is_empty() {
+            return SeriesChunks::default();
+        }
+        let sealed = self.sealed_in(mint, maxt).collect();
+        let open = if self.open_in(mint, maxt) { self.open.clone() } else { OpenChunk::default() };
         SeriesChunks { sealed, open, count: 0 }
     }
 
@@ -327,19 +332,11 @@ impl SeriesChunks {
     /// Appends the samples in [mint, maxt] to `out`, in time order.
     pub fn read(&self, file: &ChunkFile, mint: i64, maxt: i64, out: &mut Vec<Sample>) -> Result<(), ChunkReadError> {
         let mut scratch = Scratch::default();
-        let open_first = self.open.time_range().map_or(i64::MAX, |(f, _)| f);
-        for (j, c) in self.sealed.iter().enumerate() {
-            let upper = self.sealed.get(j + 1).map_or(open_first, |n| n.mint);
-            if c.mint > maxt || upper <= mint {
-                continue;
-            }
-            scratch.sealed(file, *c)?;
+        for c in self.sealed_in(mint, maxt) {
+            scratch.sealed(file, c)?;
             out.extend(scratch.samples().filter(|s| s.t >= mint && s.t <= maxt));
         }
-        if let Some((first, last)) = self.open.time_range()
-            && first <= maxt
-            && last >= mint
-        {
+        if self.open_in(mint, maxt) {
             scratch.open(&self.open).map_err(ChunkReadError::Open)?;
             out.extend(scratch.samples().filter(|s| s.t >= mint && s.t <= maxt));
         }

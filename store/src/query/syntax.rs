@@ -24,9 +24,7 @@ pub fn with_position(q: &str, msg: &str) -> String {
     }
     // The lexer shares the parser's number conversions, which can panic on out-of-range input.
     let at = std::panic::catch_unwind(|| offset(q, msg)).unwrap_or(0).min(q.len());
-    let line_start = q[..at].rfind('\n').map_or(0, |i| i + 1);
-    let line = q[..at].matches('\n').count() + 1;
-    format!("{line}:{}: parse error: {msg}", at - line_start + 1)
+    format!("{}: {msg}", with_position_at(q, at))
 }
 
 /// The byte offset of the error.
