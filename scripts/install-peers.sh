@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the peer systems used by the side-by-side benchmarks and tests (see shared/peers.md):
 #   victoria-metrics, prometheus, prometheus-alertmanager, prometheus-node-exporter, python3-aiosmtpd,
-#   chromium (the status page's end-to-end test drives it headless)
+#   chromium (the status page's end-to-end test drives it headless),
+#   slurmctld, slurm-client, munge (alertd's Slurm remediation is tested against a real slurmctld)
 # Idempotent: installs only what is missing, runs `apt-get update` at most once and only when something
 # is missing. Must run as root (CI does). Package services are not started (policy-rc.d denies it while
 # installing); scripts start each peer on loopback themselves. Prints the versions found.
@@ -15,8 +16,12 @@ declare -A CMD=(
   [prometheus-node-exporter]=prometheus-node-exporter
   [python3-aiosmtpd]=
   [chromium]=chromium
+  [slurmctld]=slurmctld
+  [slurm-client]=scontrol
+  [munge]=munged
 )
-PKGS=(victoria-metrics prometheus prometheus-alertmanager prometheus-node-exporter python3-aiosmtpd chromium)
+PKGS=(victoria-metrics prometheus prometheus-alertmanager prometheus-node-exporter python3-aiosmtpd chromium
+  slurmctld slurm-client munge)
 
 installed() {
   local pkg=$1 cmd=${CMD[$1]}

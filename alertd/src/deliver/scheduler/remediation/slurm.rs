@@ -52,17 +52,19 @@ impl Target for Slurm {
         let program = self.cfg.scontrol.clone();
         let timeout = self.cfg.timeout;
         let args = args(f);
+        let node = f.node.clone();
         Box::pin(async move {
             // tokio's process support is not compiled in; a blocking thread waits for the child.
-            let run = tokio::task::spawn_blocking(move || run(&program, &args, timeout));
+            let run = tokio::task::spawn_blocking(move || run(&program, &args, &node, timeout));
             run.await.map_err(|e| DeliverError::Request(format!("scontrol: {e}")))?
         })
     }
 }
 
-/// Runs scontrol, killing it past `timeout`. A node slurmctld does not know is a refusal; other
-/// failures (slurmctld unreachable) are retried.
-fn run(program: &PathBuf, args: &[String], timeout: Duration) -> Result<Outcome, DeliverError> {
+/// Runs scontrol for `node`, killing it past `timeout`. A node slurmctld does not know is a refusal;
+/// other failures (slurmctld unreachable) are retried. Errors name the node: scontrol's own message
+/// (`slurm_update error: Invalid node name specified`) does not.
+fn run(program: &PathBuf, args: &[String], node: &str, timeout: Duration) -> Result<Outcome, DeliverError> {
     let name = program.display();
     let mut child = Command::new(program)
         .args(args)
@@ -91,7 +93,9 @@ fn run(program: &PathBuf, args: &[String], timeout: Duration) -> Result<Outcome,
     let stderr = stderr.trim().chars().take(256).collect::<String>();
     match status.success() {
         true => Ok(Outcome::Applied),
-        false if stderr.contains("Invalid node name") => Err(DeliverError::Refused(format!("{name}: {stderr}"))),
-        false => Err(DeliverError::Request(format!("{name} exited with {status}: {stderr}"))),
+        false if stderr.contains("Invalid node name") => {
+            Err(DeliverError::Refused(format!("{name}: node {node}: {stderr}")))
+        }
+        false => Err(DeliverError::Request(format!("{name} exited with {status} for node {node}: {stderr}"))),
     }
 }

@@ -246,11 +246,11 @@ async fn dry_run_records_and_does_nothing() {
 }
 
 /// A stand-in `scontrol` that writes each argument on its own line to `args`, or fails like the real
-/// one for an unknown node.
+/// one (Slurm 22.05) for an unknown node. alertd/tests/slurm.rs runs the real one.
 fn fake_scontrol(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("scontrol");
     let script = format!(
-        "#!/bin/sh\nprintf '%s\\n' \"$@\" > {out}\ncase \"$2\" in NodeName=ghost) echo 'Invalid node name specified' >&2; exit 1;; esac\n",
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" > {out}\ncase \"$2\" in NodeName=ghost) echo 'slurm_update error: Invalid node name specified' >&2; exit 1;; esac\n",
         out = dir.join("args").display()
     );
     std::fs::write(&path, script).unwrap();
@@ -288,7 +288,13 @@ async fn slurm_drains_with_the_exact_command_line() {
     n.message.alerts[0].labels.insert("host".into(), "ghost".into());
     let err = r.send(&r.render(&n).unwrap(), "k2").await.unwrap_err();
     assert!(!err.is_retryable(), "an unknown node is a refusal: {err}");
-    assert!(err.to_string().contains("Invalid node name specified"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "receiver refused the message: {}: node ghost: slurm_update error: Invalid node name specified",
+            scontrol.display()
+        )
+    );
 }
 
 #[test]
