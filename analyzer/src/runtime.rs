@@ -38,6 +38,11 @@ use std::time::Duration;
 /// The most steps asked of the store in one range query.
 const CHUNK_STEPS: i64 = 720;
 
+/// Result series written to the store at a time. Every watched series yields up to six result series
+/// (scores, expected value and band), so a fleet's tick built as one write held hundreds of thousands of
+/// label sets at once, and the allocator kept that peak as resident memory; batches bound it.
+pub const WRITE_BATCH: usize = 8192;
+
 /// A series' latest verdicts, as `/api/v1/anomalies` shows them.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct Finding {
@@ -220,12 +225,7 @@ impl Analyzer {
             }
         }
         self.multivariate.tick(now, &mut writes, &mut alerts).await;
-        if !writes.is_empty()
-            && let Err(error) = self.backend.write(writes).await
-        {
-            self.metrics.write_failed();
-            tracing::warn!(%error, "Writing analyzer results failed");
-        }
+        write_results(&*self.backend, &self.metrics, &mut writes).await;
         if !alerts.is_empty() {
             let n = alerts.len();
             match self.out.send(alerts).await {
@@ -313,6 +313,9 @@ impl Analyzer {
             let metric = metric_of(&state.rule, labels);
             let base = labels.without_name();
             write_outputs(writes, &base, &metric, &state.rule, out);
+            if writes.len() >= WRITE_BATCH {
+                write_results(&*self.backend, &self.metrics, writes).await;
+            }
             if let Some(f) = judge(&self.cfg, &state.rule, labels, &metric, tracked, out, end, alerts) {
                 findings.push(f);
             }
@@ -332,6 +335,17 @@ impl Analyzer {
         self.metrics.anomalous(&state.rule.name, findings.iter().filter(|f| f.score > 1.0).count());
         self.board.by_rule.write().insert(state.rule.name.clone(), findings);
         Ok(true)
+    }
+}
+
+/// Writes (and empties) `writes`; a failure is counted and logged, and the tick goes on.
+async fn write_results(backend: &dyn StoreBackend, metrics: &Metrics, writes: &mut Vec<WriteSeries>) {
+    if writes.is_empty() {
+        return;
+    }
+    if let Err(error) = backend.write(std::mem::take(writes)).await {
+        metrics.write_failed();
+        tracing::warn!(%error, "Writing analyzer results failed");
     }
 }
 

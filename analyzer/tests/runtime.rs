@@ -156,3 +156,76 @@ fn configuration_errors_name_the_key() {
     let ok: Config = toml::from_str("").unwrap();
     assert!(!ok.validate().unwrap().rules.is_empty());
 }
+
+/// The store behind it, recording how many series each write carried.
+struct Counting {
+    inner: Arc<dyn StoreBackend>,
+    writes: Mutex<Vec<usize>>,
+}
+
+impl StoreBackend for Counting {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn write(&self, series: Vec<WriteSeries>) -> BoxFuture<'_, Result<(), argus_store::backend::BackendError>> {
+        self.writes.lock().push(series.len());
+        self.inner.write(series)
+    }
+    fn select<'a>(
+        &'a self,
+        matchers: &'a [argus_model::Matcher],
+        start: i64,
+        end: i64,
+    ) -> BoxFuture<'a, Result<Vec<argus_store::Series>, argus_store::backend::BackendError>> {
+        self.inner.select(matchers, start, end)
+    }
+    fn query_instant<'a>(
+        &'a self,
+        query: &'a str,
+        t: i64,
+    ) -> BoxFuture<'a, Result<QueryValue, argus_store::backend::BackendError>> {
+        self.inner.query_instant(query, t)
+    }
+    fn query_range<'a>(
+        &'a self,
+        query: &'a str,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> BoxFuture<'a, Result<QueryValue, argus_store::backend::BackendError>> {
+        self.inner.query_range(query, start, end, step)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_fleet_s_results_are_written_in_bounded_batches_and_all_arrive() {
+    let (_dir, store, now) = setup().await;
+    // 4,000 GPUs, each with at least its detector's score, its expected value and the ensemble's score:
+    // 12,000 result series or more in one tick.
+    let gpus = 4_000;
+    let series: Vec<WriteSeries> = (0..gpus)
+        .map(|g| WriteSeries {
+            labels: Labels::from_pairs([
+                ("__name__", "gpu_temperature_celsius".to_string()),
+                ("host", format!("node-{}", g / 8)),
+                ("gpu", (g % 8).to_string()),
+            ]),
+            samples: (0..6).map(|i| Sample { t: now - (5 - i) * STEP, v: 60.0 + (g % 7) as f64 }).collect(),
+        })
+        .collect();
+    store.write(series).await.unwrap();
+    let counting = Arc::new(Counting { inner: store.clone(), writes: Mutex::new(Vec::new()) });
+    let rule = "warmup = \"1m\"\n[[rule]]\nname = \"t\"\nquery = \"gpu_temperature_celsius\"\ndetectors = [\"ewma\"]\n";
+    let mut a = Analyzer::new(config(rule), counting.clone(), Arc::new(Intake::default()), None, Metrics::default());
+    a.tick(now + 1_000).await;
+    let writes = counting.writes.lock().clone();
+    assert!(writes.len() >= 2, "one write for the whole fleet: {writes:?}");
+    // A batch is cut once it reaches the bound, so it ends at most one series' results past it.
+    assert!(writes.iter().all(|&n| n < argus_analyzer::runtime::WRITE_BATCH + 6), "{writes:?}");
+    let scores = store.query_instant("count(argus_anomaly_score{detector=\"ensemble\"})", now).await.unwrap();
+    let QueryValue::Vector(v) = scores else { panic!("{scores:?}") };
+    assert_eq!(v[0].1.v, gpus as f64, "every series' ensemble score was written");
+}

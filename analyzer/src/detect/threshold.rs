@@ -197,6 +197,12 @@ impl Threshold {
 
     fn push_warmup(&mut self, value: f64) {
         if (self.n as usize) <= self.params.warmup {
+            // The whole buffer at once: grown by doubling it would end at the next power of two (1,024 for
+            // the default 640, 60 % more) and leave each series' outgrown copies behind in the allocator,
+            // which made a watched fleet's memory climb for the first hours.
+            if self.buffer.capacity() < self.params.warmup {
+                self.buffer.reserve_exact(self.params.warmup - self.buffer.len());
+            }
             self.buffer.push(value);
             if self.n as usize == self.params.warmup {
                 self.settle_season();
