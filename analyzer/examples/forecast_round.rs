@@ -2,7 +2,8 @@
 //! steps, one `[[analyzer.forecast]]` target over all of them (15-minute horizon), fitted on `HOURS` of
 //! history in the first round (timed as the fit round), then `ROUNDS` steady rounds (one new point per
 //! series written, one tick: read, update the models, forecast, write 5m/10m/15m forecasts), each timed.
-//! Run on one core: `taskset -c 0 target/release/examples/forecast_round [SERIES] [HOURS] [ROUNDS]`.
+//! Run on one core: `taskset -c 0 target/release/examples/forecast_round [SERIES] [HOURS] [ROUNDS] [MODELS]`,
+//! MODELS a comma-separated candidate list (the target's `models`; default every registered model).
 
 use argus_analyzer::runtime::{Alert, AlertOut, Analyzer, Config, Metrics};
 use argus_model::{Labels, Sample};
@@ -50,6 +51,10 @@ fn main() {
     let series: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100);
     let hours: i64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(24);
     let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let models = args.get(4).map_or(String::new(), |m| {
+        let names: Vec<String> = m.split(',').map(|n| format!("{n:?}")).collect();
+        format!("models = [{}]\n", names.join(", "))
+    });
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async move {
         let history = support::history(STEP, rounds as i64 + 2, hours * 3_600_000, 3_600_000, |from, to| {
@@ -59,7 +64,7 @@ fn main() {
         let (backend, now) = (history.backend.clone(), history.now);
         let text = format!(
             "[[rule]]\nname = \"none\"\nquery = \"absent_metric\"\ndetectors = [\"ewma\"]\n\
-             [[forecast]]\nname = \"demand\"\nquery = \"gpu_demand\"\nhistory = \"{hours}h\"\n"
+             [[forecast]]\nname = \"demand\"\nquery = \"gpu_demand\"\nhistory = \"{hours}h\"\n{models}"
         );
         let cfg: Config = toml::from_str(&text).unwrap();
         let metrics = Metrics::default();

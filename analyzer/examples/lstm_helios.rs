@@ -6,7 +6,8 @@
 //! cargo run --release -p argus-analyzer --example lstm_helios -- [CSV] [--fit-only] [--save FILE]
 //! ```
 //!
-//! `--fit-only` stops after the fit (for timing it under `taskset -c 0`).
+//! `--fit-only` stops after the fit (for timing it under `taskset -c 0`); `--fit-all` fits on every point
+//! (31 days of Helios: the "30 days of one-minute data" of the training budget) and implies `--fit-only`.
 
 use std::time::Instant;
 
@@ -17,7 +18,8 @@ const DEFAULT_INPUT: &str = "/work/shared/data/forecast/helios_earth_8vc_gpu_dem
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let fit_only = args.iter().any(|a| a == "--fit-only");
+    let fit_all = args.iter().any(|a| a == "--fit-all");
+    let fit_only = fit_all || args.iter().any(|a| a == "--fit-only");
     let save = args.iter().position(|a| a == "--save").and_then(|i| args.get(i + 1)).cloned();
     let input = args
         .iter()
@@ -28,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = LstmConfig::default();
     let horizon = config.horizon;
     let n = values.len();
-    let fit_len = n * 4 / 5;
+    let fit_len = if fit_all { n } else { n * 4 / 5 };
     println!("{input}: {n} points, step {} s; fitting on the first {fit_len}", step_ms / 1000);
 
     // A one-line progress display on stderr; the CLI draws an indicatif bar from the same callback.

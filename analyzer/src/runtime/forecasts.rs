@@ -531,24 +531,39 @@ async fn read(
     Ok(out)
 }
 
-/// Fits each series from its history (run on the blocking pool).
+/// Fits each series from its history (run on the blocking pool), on every core: a fit is independent
+/// of the others, and one series' model choice (every candidate backtested, the LSTM among them) costs
+/// seconds, so a target over a thousand series would otherwise wait on one core for its first forecast.
 fn fit_all(
     target: &Target,
     config: ModelConfig,
     step: i64,
     series: Vec<(Labels, Vec<Sample>)>,
 ) -> Vec<(Labels, Result<SeriesState, ForecastError>)> {
-    series
-        .into_iter()
-        .filter_map(|(labels, samples)| {
-            let first = samples.first()?;
-            let points = regular(&samples, first.t, step, None);
-            let values: Vec<f64> = points.iter().map(|p| p.1).collect();
-            let history = Regular { start_ms: first.t, step_ms: step, values: &values };
-            let (last_t, last_v) = *points.last()?;
-            Some((labels, fit(target, config, history).map(|model| SeriesState { model, last_t, last_v })))
-        })
-        .collect()
+    let fit_one = |(labels, samples): (Labels, Vec<Sample>)| {
+        let first = samples.first()?;
+        let points = regular(&samples, first.t, step, None);
+        let values: Vec<f64> = points.iter().map(|p| p.1).collect();
+        let history = Regular { start_ms: first.t, step_ms: step, values: &values };
+        let (last_t, last_v) = *points.last()?;
+        Some((labels, fit(target, config, history).map(|model| SeriesState { model, last_t, last_v })))
+    };
+    let threads = crate::detect::iforest::threads(0).min(series.len()).max(1);
+    if threads == 1 {
+        return series.into_iter().filter_map(fit_one).collect();
+    }
+    // Dealt round-robin so that long and short histories spread evenly.
+    let mut shares: Vec<Vec<(Labels, Vec<Sample>)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, s) in series.into_iter().enumerate() {
+        shares[i % threads].push(s);
+    }
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = shares
+            .into_iter()
+            .map(|share| scope.spawn(move || share.into_iter().filter_map(fit_one).collect::<Vec<_>>()))
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
 }
 
 /// Fits a series: the per-series choice, or the naive model when the history is too short to choose.
