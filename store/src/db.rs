@@ -223,11 +223,13 @@ impl Db {
     /// past retention.
     pub fn maintain(&self) -> Result<(), DbError> {
         let index = self.shared.index_bytes();
-        let (span, bytes, reclaim) = {
-            let mut h = self.shared.head.write();
-            let reclaim = self.shared.over_budget(&h, index, 0) && h.reclaim_soon();
-            (h.time_range().map_or(0, |(a, b)| b - a), h.bytes(), reclaim)
+        // The read lock for the common case; the write lock only when over budget, where asking the head
+        // to bury idle series at its next freeze changes it.
+        let (span, bytes, over) = {
+            let h = self.shared.head.read();
+            (h.time_range().map_or(0, |(a, b)| b - a), h.bytes(), self.shared.over_budget(&h, index, 0))
         };
+        let reclaim = over && self.shared.head.write().reclaim_soon();
         if reclaim || span >= self.shared.opts.block_range_ms || bytes > self.shared.opts.head_budget() / 2 {
             flush::flush(&self.shared, &self.committer)?;
         }
