@@ -344,14 +344,22 @@ fn a_real_slurmctld_drains_the_faulty_node_and_refuses_an_unknown_one() {
     let ghost = notification("gpu-node-99", "2026-11-30T05:00:00Z", 1_764_478_800_000);
     let err = send(&rem, &ghost).unwrap_err();
     assert!(!err.is_retryable(), "{err}");
-    assert_eq!(
-        err.to_string(),
-        "receiver refused the message: scontrol: node gpu-node-99: slurm_update error: Invalid node name specified"
-    );
+    // alertd reads the node's state first: `scontrol -o show node` answers `Node … not found` (stdout).
+    assert_eq!(err.to_string(), "receiver refused the message: scontrol: node gpu-node-99: Node gpu-node-99 not found");
     let actions = ledger.actions();
     assert_eq!((actions[1].fault.node.as_str(), actions[1].outcome), ("gpu-node-99", "remediation_failed"));
     assert_eq!(actions[1].error.as_deref(), Some(err.to_string().as_str()));
     assert_eq!(cluster.node("gpu-node-08"), ("UNKNOWN".to_string(), None), "the other node is untouched");
+
+    // A node an operator drained: alertd leaves it, and its reason, alone.
+    cluster.scontrol(&["update", "NodeName=gpu-node-08", "State=DRAIN", "Reason=operator: maintenance"]);
+    let (_, before) = cluster.node("gpu-node-08");
+    let before = before.expect("the operator's reason");
+    assert!(before.starts_with("operator: maintenance"), "Reason={before}");
+    send(&rem, &notification("gpu-node-08", "2026-11-30T05:30:00Z", 1_764_480_600_000)).unwrap();
+    let last = ledger.actions().last().cloned().unwrap();
+    assert_eq!((last.fault.node.as_str(), last.outcome), ("gpu-node-08", "already_remediated"));
+    assert_eq!(cluster.node("gpu-node-08").1, Some(before), "the operator's reason is kept");
 
     // slurmctld down: a failure that the outbox retries, naming the node.
     cluster.slurmctld.stop();

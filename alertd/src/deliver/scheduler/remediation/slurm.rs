@@ -55,24 +55,68 @@ impl Target for Slurm {
         let node = f.node.clone();
         Box::pin(async move {
             // tokio's process support is not compiled in; a blocking thread waits for the child.
-            let run = tokio::task::spawn_blocking(move || run(&program, &args, &node, timeout));
+            let run = tokio::task::spawn_blocking(move || drain(&program, &args, &node, timeout));
             run.await.map_err(|e| DeliverError::Request(format!("scontrol: {e}")))?
         })
     }
 }
 
-/// Runs scontrol for `node`, killing it past `timeout`. A node slurmctld does not know is a refusal;
-/// other failures (slurmctld unreachable) are retried. Errors name the node: scontrol's own message
-/// (`slurm_update error: Invalid node name specified`) does not.
-fn run(program: &PathBuf, args: &[String], node: &str, timeout: Duration) -> Result<Outcome, DeliverError> {
+/// Whether `scontrol -o show node` output says the node is drained or draining (`IDLE+DRAIN`,
+/// `MIXED+DRAIN`, `DOWN+DRAIN`, `DRAINED`, `DRAINING`, …).
+pub fn drained(show: &str) -> bool {
+    show.split_whitespace()
+        .filter_map(|w| w.strip_prefix("State="))
+        .any(|state| state.split('+').any(|s| s.starts_with("DRAIN")))
+}
+
+/// Drains `node` unless it is drained already: a second `scontrol update … State=DRAIN` would succeed
+/// and overwrite the reason, the operator's own among them. A node slurmctld does not know is a
+/// refusal; other failures (slurmctld unreachable) are retried. Errors name the node: scontrol's own
+/// messages (`slurm_update error: Invalid node name specified`) do not always.
+fn drain(program: &PathBuf, args: &[String], node: &str, timeout: Duration) -> Result<Outcome, DeliverError> {
+    let name = program.display();
+    let show = ["-o".to_string(), "show".into(), "node".into(), node.to_string()];
+    let (status, stdout, stderr) = run(program, &show, timeout)?;
+    // `show node` says `Node … not found` on stdout, other failures on stderr.
+    let said = if stderr.is_empty() { stdout.chars().take(256).collect() } else { stderr };
+    match status.success() {
+        true if drained(&stdout) => return Ok(Outcome::Already),
+        true => {}
+        false if unknown_node(&said) => return Err(DeliverError::Refused(format!("{name}: node {node}: {said}"))),
+        false => {
+            return Err(DeliverError::Request(format!("{name} exited with {status} for node {node}: {said}")));
+        }
+    }
+    let (status, _, stderr) = run(program, args, timeout)?;
+    match status.success() {
+        true => Ok(Outcome::Applied),
+        false if unknown_node(&stderr) => Err(DeliverError::Refused(format!("{name}: node {node}: {stderr}"))),
+        false => Err(DeliverError::Request(format!("{name} exited with {status} for node {node}: {stderr}"))),
+    }
+}
+
+/// scontrol's words for a node slurmctld does not know (`show node`, then `update`).
+fn unknown_node(stderr: &str) -> bool {
+    stderr.contains("Invalid node name") || stderr.contains("not found")
+}
+
+/// Runs `program` with `args`, killing it past `timeout`: its exit status, stdout and stderr (trimmed;
+/// stderr cut to 256 characters).
+fn run(
+    program: &PathBuf,
+    args: &[String],
+    timeout: Duration,
+) -> Result<(std::process::ExitStatus, String, String), DeliverError> {
     let name = program.display();
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| DeliverError::Request(format!("cannot run {name}: {e}")))?;
+    // `show node` prints one line and `update` nothing: well under a pipe's buffer, so waiting before
+    // reading cannot block the child.
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -86,16 +130,14 @@ fn run(program: &PathBuf, args: &[String], node: &str, timeout: Duration) -> Res
             Err(e) => return Err(DeliverError::Request(format!("{name}: {e}"))),
         }
     };
-    let mut stderr = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-    }
-    let stderr = stderr.trim().chars().take(256).collect::<String>();
-    match status.success() {
-        true => Ok(Outcome::Applied),
-        false if stderr.contains("Invalid node name") => {
-            Err(DeliverError::Refused(format!("{name}: node {node}: {stderr}")))
+    let read = |pipe: Option<&mut dyn std::io::Read>| {
+        let mut text = String::new();
+        if let Some(p) = pipe {
+            let _ = p.read_to_string(&mut text);
         }
-        false => Err(DeliverError::Request(format!("{name} exited with {status} for node {node}: {stderr}"))),
-    }
+        text
+    };
+    let stdout = read(child.stdout.as_mut().map(|p| p as &mut dyn std::io::Read));
+    let stderr = read(child.stderr.as_mut().map(|p| p as &mut dyn std::io::Read));
+    Ok((status, stdout.trim().to_string(), stderr.trim().chars().take(256).collect()))
 }

@@ -245,12 +245,24 @@ async fn dry_run_records_and_does_nothing() {
     assert_eq!(a[0].outcome, "dry_run");
 }
 
-/// A stand-in `scontrol` that writes each argument on its own line to `args`, or fails like the real
-/// one (Slurm 22.05) for an unknown node. alertd/tests/slurm.rs runs the real one.
+/// A stand-in `scontrol` like the real one (Slurm 22.05): `-o show node N` prints the node's line
+/// (`drained-node` drained by an operator, `ghost` unknown); `update …` writes each argument on its own
+/// line to `args`, or fails for `ghost`. alertd/tests/remediation_slurm.rs runs the real one.
 fn fake_scontrol(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("scontrol");
     let script = format!(
-        "#!/bin/sh\nprintf '%s\\n' \"$@\" > {out}\ncase \"$2\" in NodeName=ghost) echo 'slurm_update error: Invalid node name specified' >&2; exit 1;; esac\n",
+        "#!/bin/sh
+         if [ \"$1\" = -o ]; then
+           case \"$4\" in
+             ghost) echo \"Node $4 not found\" >&2; exit 1;;
+             drained-node) echo \"NodeName=$4 Arch=x86_64 State=IDLE+DRAIN Reason=operator-maintenance\";;
+             *) echo \"NodeName=$4 Arch=x86_64 State=IDLE ThreadsPerCore=1\";;
+           esac
+           exit 0
+         fi
+         printf '%s\\n' \"$@\" > {out}
+         case \"$2\" in NodeName=ghost) echo 'slurm_update error: Invalid node name specified' >&2; exit 1;; esac
+",
         out = dir.join("args").display()
     );
     std::fs::write(&path, script).unwrap();
@@ -290,11 +302,27 @@ async fn slurm_drains_with_the_exact_command_line() {
     assert!(!err.is_retryable(), "an unknown node is a refusal: {err}");
     assert_eq!(
         err.to_string(),
-        format!(
-            "receiver refused the message: {}: node ghost: slurm_update error: Invalid node name specified",
-            scontrol.display()
-        )
+        format!("receiver refused the message: {}: node ghost: Node ghost not found", scontrol.display())
     );
+
+    // A node an operator drained keeps its reason: nothing runs, the outcome says so.
+    std::fs::remove_file(dir.path().join("args")).unwrap();
+    let mut n = fault_notification(3);
+    n.message.alerts[0].labels.insert("host".into(), "drained-node".into());
+    r.send(&r.render(&n).unwrap(), "k3").await.unwrap();
+    assert!(!dir.path().join("args").exists(), "scontrol update ran on a drained node");
+    assert_eq!(ledger.actions().last().unwrap().outcome, "already_remediated");
+}
+
+#[test]
+fn drained_reads_every_drain_state() {
+    use super::slurm::drained;
+    for s in ["IDLE+DRAIN", "MIXED+DRAIN", "DOWN+DRAIN", "DRAINED", "DRAINING", "UNKNOWN+DRAIN+NOT_RESPONDING"] {
+        assert!(drained(&format!("NodeName=n1 Arch=x86_64 State={s} Reason=x")), "{s}");
+    }
+    for s in ["IDLE", "MIXED", "DOWN+NOT_RESPONDING", "ALLOCATED"] {
+        assert!(!drained(&format!("NodeName=n1 State={s} Reason=DRAIN")), "{s}");
+    }
 }
 
 #[test]
