@@ -4,8 +4,9 @@
 
 use super::super::super::{BoxFuture, DeliverError};
 use super::{Fault, Outcome, Target};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub const DEFAULT_SCONTROL: &str = "scontrol";
@@ -70,43 +71,40 @@ pub fn drained(show: &str) -> bool {
 }
 
 /// Drains `node` unless it is drained already: a second `scontrol update … State=DRAIN` would succeed
-/// and overwrite the reason, the operator's own among them. A node slurmctld does not know is a
-/// refusal; other failures (slurmctld unreachable) are retried. Errors name the node: scontrol's own
-/// messages (`slurm_update error: Invalid node name specified`) do not always.
+/// and overwrite the reason, the operator's own among them.
 fn drain(program: &PathBuf, args: &[String], node: &str, timeout: Duration) -> Result<Outcome, DeliverError> {
-    let name = program.display();
     let show = ["-o".to_string(), "show".into(), "node".into(), node.to_string()];
     let (status, stdout, stderr) = run(program, &show, timeout)?;
-    // `show node` says `Node … not found` on stdout, other failures on stderr.
-    let said = if stderr.is_empty() { stdout.chars().take(256).collect() } else { stderr };
-    match status.success() {
-        true if drained(&stdout) => return Ok(Outcome::Already),
-        true => {}
-        false if unknown_node(&said) => return Err(DeliverError::Refused(format!("{name}: node {node}: {said}"))),
-        false => {
-            return Err(DeliverError::Request(format!("{name} exited with {status} for node {node}: {said}")));
-        }
+    if !status.success() {
+        // `show node` says `Node … not found` on stdout, other failures on stderr.
+        let said = if stderr.is_empty() { stdout.chars().take(256).collect() } else { stderr };
+        return Err(failed(program, node, status, &said));
+    }
+    if drained(&stdout) {
+        return Ok(Outcome::Already);
     }
     let (status, _, stderr) = run(program, args, timeout)?;
-    match status.success() {
-        true => Ok(Outcome::Applied),
-        false if unknown_node(&stderr) => Err(DeliverError::Refused(format!("{name}: node {node}: {stderr}"))),
-        false => Err(DeliverError::Request(format!("{name} exited with {status} for node {node}: {stderr}"))),
+    if !status.success() {
+        return Err(failed(program, node, status, &stderr));
     }
+    Ok(Outcome::Applied)
 }
 
-/// scontrol's words for a node slurmctld does not know (`show node`, then `update`).
-fn unknown_node(stderr: &str) -> bool {
-    stderr.contains("Invalid node name") || stderr.contains("not found")
+/// A failed scontrol run, naming the node (scontrol's own messages, `slurm_update error: Invalid node
+/// name specified`, do not always): a node slurmctld does not know is a refusal; anything else
+/// (slurmctld unreachable) is retried.
+fn failed(program: &Path, node: &str, status: ExitStatus, said: &str) -> DeliverError {
+    let name = program.display();
+    if said.contains("Invalid node name") || said.contains("not found") {
+        DeliverError::Refused(format!("{name}: node {node}: {said}"))
+    } else {
+        DeliverError::Request(format!("{name} exited with {status} for node {node}: {said}"))
+    }
 }
 
 /// Runs `program` with `args`, killing it past `timeout`: its exit status, stdout and stderr (trimmed;
 /// stderr cut to 256 characters).
-fn run(
-    program: &PathBuf,
-    args: &[String],
-    timeout: Duration,
-) -> Result<(std::process::ExitStatus, String, String), DeliverError> {
+fn run(program: &PathBuf, args: &[String], timeout: Duration) -> Result<(ExitStatus, String, String), DeliverError> {
     let name = program.display();
     let mut child = Command::new(program)
         .args(args)
@@ -130,14 +128,16 @@ fn run(
             Err(e) => return Err(DeliverError::Request(format!("{name}: {e}"))),
         }
     };
-    let read = |pipe: Option<&mut dyn std::io::Read>| {
-        let mut text = String::new();
-        if let Some(p) = pipe {
-            let _ = p.read_to_string(&mut text);
-        }
-        text
-    };
-    let stdout = read(child.stdout.as_mut().map(|p| p as &mut dyn std::io::Read));
-    let stderr = read(child.stderr.as_mut().map(|p| p as &mut dyn std::io::Read));
+    let stdout = read_all(child.stdout.take());
+    let stderr = read_all(child.stderr.take());
     Ok((status, stdout.trim().to_string(), stderr.trim().chars().take(256).collect()))
+}
+
+/// Everything left in a child's pipe (none: empty).
+fn read_all(pipe: Option<impl Read>) -> String {
+    let mut text = String::new();
+    if let Some(mut p) = pipe {
+        let _ = p.read_to_string(&mut text);
+    }
+    text
 }
