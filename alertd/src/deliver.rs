@@ -389,6 +389,7 @@ impl Deliverer {
         self.integrations
             .iter()
             .map(|(name, integration)| {
+                self.metrics.init(name);
                 let w = Worker {
                     name: name.clone(),
                     integration: integration.clone(),

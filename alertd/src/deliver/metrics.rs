@@ -31,8 +31,23 @@ impl Metrics {
 
     /// Counts one attempt for integration `name` (`receiver/kind/index`).
     pub fn count(&self, receiver: &str, name: &str, outcome: &str) {
-        let kind = name.rsplit('/').nth(1).unwrap_or(name);
-        let labels = Outcome { receiver: receiver.into(), integration: kind.into(), outcome: outcome.into() };
-        self.notifications.get_or_create(&labels).inc();
+        self.notifications.get_or_create(&labels(receiver, name, outcome)).inc();
     }
+
+    /// Exports every outcome of integration `name` at 0 before its first attempt, so that a rate over
+    /// the counters answers 0 rather than nothing while no notification has been sent yet.
+    pub fn init(&self, name: &str) {
+        let receiver = name.rsplitn(3, '/').nth(2).unwrap_or(name);
+        for outcome in OUTCOMES {
+            self.notifications.get_or_create(&labels(receiver, name, outcome));
+        }
+    }
+}
+
+/// Every value of the `outcome` label.
+pub const OUTCOMES: [&str; 3] = ["delivered", "retried", "failed"];
+
+fn labels(receiver: &str, name: &str, outcome: &str) -> Outcome {
+    let kind = name.rsplit('/').nth(1).unwrap_or(name);
+    Outcome { receiver: receiver.into(), integration: kind.into(), outcome: outcome.into() }
 }

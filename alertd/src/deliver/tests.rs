@@ -155,8 +155,26 @@ async fn server_errors_are_retried_under_one_key_and_signed() {
     for line in [
         r#"argus_alertd_notifications_total{receiver="team",integration="webhook",outcome="retried"} 2"#,
         r#"argus_alertd_notifications_total{receiver="team",integration="webhook",outcome="delivered"} 1"#,
+        r#"argus_alertd_notifications_total{receiver="team",integration="webhook",outcome="failed"} 0"#,
     ] {
         assert!(text.contains(line), "{line} missing in\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn every_outcome_is_exported_at_zero_before_the_first_notification() {
+    let (_r, url) = receiver(vec![]).await;
+    let s = setup(webhook(&url, Duration::from_secs(5), None), fast_policy());
+    let mut registry = prometheus_client::registry::Registry::default();
+    s.deliverer.metrics().register(&mut registry);
+    let _w = s.deliverer.spawn();
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    for outcome in super::metrics::OUTCOMES {
+        let line = format!(
+            r#"argus_alertd_notifications_total{{receiver="team",integration="webhook",outcome="{outcome}"}} 0"#
+        );
+        assert!(text.contains(&line), "{line} missing in\n{text}");
     }
 }
 
