@@ -39,7 +39,7 @@ impl Metrics {
     pub fn init(&self, name: &str) {
         let receiver = name.rsplitn(3, '/').nth(2).unwrap_or(name);
         for outcome in OUTCOMES {
-            self.notifications.get_or_create(&labels(receiver, name, outcome));
+            let _ = self.notifications.get_or_create(&labels(receiver, name, outcome));
         }
     }
 }
