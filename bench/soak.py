@@ -79,8 +79,8 @@ def parse_args(argv=None):
     p.add_argument("--argus-args", default="", help="extra arguments for `argus serve`")
     p.add_argument("--work-dir", default="/tmp/argus-soak", help="data directory, configuration, logs, storm file")
     p.add_argument("--out", help="JSON result (default bench/results/soak-DATE.json)")
-    p.add_argument("--memory-limit", help="[store] memory_limit for argus.toml (default: Argus' own, a quarter of "
-                   "the machine's memory)")
+    p.add_argument("--memory-limit", help="[store] memory_limit for argus.toml (default: Argus' own, half of the "
+                   "machine's memory)")
     p.add_argument("--writers", type=int, default=4, help="writer processes")
     p.add_argument("--batch-lines", type=int, default=5000, help="line-protocol lines per write request")
     p.add_argument("--query-rate", type=float, default=2.0, help="dashboard queries per second, all threads")

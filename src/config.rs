@@ -83,7 +83,7 @@ pub struct Store {
     pub max_future: Option<String>,
     /// "always" (default), "never", or an interval such as "1s"
     pub wal_sync: Option<String>,
-    /// e.g. "4GiB"; default a quarter of the machine's memory
+    /// e.g. "4GiB"; default half of the machine's memory
     pub memory_limit: Option<String>,
     pub max_body_bytes: Option<usize>,
     pub max_line_bytes: Option<usize>,

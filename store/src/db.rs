@@ -218,19 +218,23 @@ impl Db {
         Ok(())
     }
 
-    /// Periodic upkeep: flush when the head spans a block range or outgrows half its budget, or when
-    /// writes are refused for memory and a flush would free idle series; compact, and delete blocks
-    /// past retention.
+    /// Periodic upkeep: flush when the head spans a block range or when an early flush would give
+    /// memory back ([`Shared::early_flush_due`]), or when writes are refused for memory and a flush
+    /// would free idle series; compact, and delete blocks past retention.
     pub fn maintain(&self) -> Result<(), DbError> {
         let index = self.shared.index_bytes();
         // The read lock for the common case; the write lock only when over budget, where asking the head
         // to bury idle series at its next freeze changes it.
-        let (span, bytes, over) = {
+        let (span, early, over) = {
             let h = self.shared.head.read();
-            (h.time_range().map_or(0, |(a, b)| b - a), h.bytes(), self.shared.over_budget(&h, index, 0))
+            (
+                h.time_range().map_or(0, |(a, b)| b - a),
+                self.shared.early_flush_due(&h),
+                self.shared.over_budget(&h, index, 0),
+            )
         };
         let reclaim = over && self.shared.head.write().reclaim_soon();
-        if reclaim || span >= self.shared.opts.block_range_ms || bytes > self.shared.opts.head_budget() / 2 {
+        if reclaim || span >= self.shared.opts.block_range_ms || early {
             flush::flush(&self.shared, &self.committer)?;
         }
         flush::compact(&self.shared)?;
@@ -284,6 +288,17 @@ impl Shared {
     /// Memory held for series: the head, the index its flush will add, and the open blocks' indexes.
     pub fn series_in_use(head: &Head, index_bytes: usize) -> usize {
         head.bytes() + head.label_bytes() + index_bytes
+    }
+
+    /// Whether the head should be cut into a block before its block range is over: it holds more than
+    /// half its share of the memory limit, and at least a quarter of that share is samples and events,
+    /// which a flush frees. A head that is mostly its series' labels and postings — many series, few
+    /// samples each — keeps them after a flush and gains a block index as large again, so flushing it
+    /// early would take memory rather than give it back (a 1.2 M-series head did exactly that, and the
+    /// series budget then refused every write).
+    pub fn early_flush_due(&self, head: &Head) -> bool {
+        let share = self.opts.head_budget();
+        head.bytes() > share / 2 && head.bytes().saturating_sub(head.label_bytes()) >= share / 4
     }
 
     /// Whether `extra` more bytes would put the head past its share of the memory limit, or the

@@ -229,3 +229,35 @@ fn a_new_series_with_many_samples_counts_once_against_the_series_limits() {
     write(&db, &lines.join("\n")).unwrap();
     assert_eq!(values(&db, "req_v").len(), 6);
 }
+
+#[test]
+fn an_early_flush_happens_only_when_samples_not_series_fill_the_head() {
+    let d = tempfile::tempdir().unwrap();
+    let mut o = opts(d.path());
+    o.memory_limit = 8 << 20;
+    let share = o.head_budget();
+    let db = Db::open(o).unwrap();
+    let t = now_ms() - 60_000;
+    let blocks = |db: &Db| db.shared.blocks.read().len();
+    // Many series, one sample each: past half the head's share, but almost all of it labels.
+    let mut i = 0;
+    while db.head_bytes() <= share / 2 {
+        let body: String = (i..i + 200).map(|n| format!("wide,host=h{n},gpu=0 v=1 {t}\n")).collect();
+        write(&db, &body).unwrap();
+        i += 200;
+    }
+    db.maintain().unwrap();
+    assert_eq!(blocks(&db), 0, "a flush would free nothing but samples it hardly holds");
+    // Samples past a quarter of the share: a flush gives them back.
+    let t = now_ms() - 3600 * 1000;
+    let mut step = 0;
+    while db.head_bytes() - db.shared.head.read().label_bytes() < share / 4 {
+        let body: String =
+            (0..2000).map(|k| format!("deep,gpu={} v={} {}\n", k % 20, k * step, t + step * 2000 + k)).collect();
+        write(&db, &body).map_err(|e| e.to_string().chars().take(300).collect::<String>()).unwrap();
+        step += 1;
+    }
+    db.maintain().unwrap();
+    assert_eq!(blocks(&db), 1, "the samples were cut into a block");
+    assert!(db.head_bytes() < share / 2, "{} bytes left in the head", db.head_bytes());
+}
