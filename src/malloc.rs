@@ -30,7 +30,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// (`MADV_DONTNEED`) rather than lazily (`MADV_FREE`, which stays in RSS until the kernel runs short);
 /// one arena per CPU rather than four, as glibc's arenas are capped below. Under
 /// `tests/memory_budget.rs`'s flood (96 MiB limit, with a soak loading both cores) these peaked at
-/// 81–82 MiB, glibc tuned as below at 79–89 MiB, jemalloc's defaults with 5 s decay at 89–107 MiB.
+/// 81–82 MiB, glibc tuned as below at 79–89 MiB, jemalloc with a 5 s decay and four arenas per CPU at
+/// 89–107 MiB; alternated on a quieter machine, these 74.7–75.8 MiB and glibc 70.0–73.7 MiB, with ingest
+/// no slower and 24-hour reads 23 % faster (bench/RESULTS.md).
 #[cfg(all(feature = "jemalloc", unix))]
 #[unsafe(export_name = "_rjem_malloc_conf")]
 pub static MALLOC_CONF: Option<&'static std::ffi::c_char> = Some(
