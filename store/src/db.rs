@@ -292,13 +292,15 @@ impl Shared {
 
     /// Whether the head should be cut into a block before its block range is over: it holds more than
     /// half its share of the memory limit, and at least a quarter of that share is samples and events,
-    /// which a flush frees. A head that is mostly its series' labels and postings — many series, few
-    /// samples each — keeps them after a flush and gains a block index as large again, so flushing it
-    /// early would take memory rather than give it back (a 1.2 M-series head did exactly that, and the
-    /// series budget then refused every write).
+    /// which a flush frees — or it is within a tenth of its share, where writes are about to be refused
+    /// and only a flush lets them in again. A head that is mostly its series' labels and postings —
+    /// many series, few samples each — keeps them after a flush and gains a block index as large again,
+    /// so flushing it any earlier would take memory rather than give it back (a 1.2 M-series head did
+    /// exactly that at half its share, and the series budget then refused every write).
     pub fn early_flush_due(&self, head: &Head) -> bool {
         let share = self.opts.head_budget();
-        head.bytes() > share / 2 && head.bytes().saturating_sub(head.label_bytes()) >= share / 4
+        let samples = head.bytes().saturating_sub(head.label_bytes());
+        head.bytes() > share / 2 && (samples >= share / 4 || head.bytes() > share / 10 * 9)
     }
 
     /// Whether `extra` more bytes would put the head past its share of the memory limit, or the
