@@ -2,14 +2,15 @@
 //! for (`[store] memory_limit`) rather than the highest peak the process ever reached.
 //!
 //! By default (cargo feature `jemalloc`, on Unix) that is jemalloc: it returns the pages of freed
-//! memory to the system a few seconds after they fall idle, from a background thread. glibc's malloc
+//! memory to the system about a second after they fall idle, from a background thread. glibc's malloc
 //! returns only what lies at the top of each arena, so every transient peak — the analyzer's range
 //! reads over the fleet, a 6-hour dashboard query, a refused batch — stayed resident afterwards: in the
 //! 30-minute soak (bench/RESULTS.md) RSS rose in steps with each new high-water mark, +16 % while the
 //! store's own accounting grew 4 %.
 //!
-//! Built without the feature, glibc's malloc is tuned instead, before any thread starts. glibc gives each thread that contends for the heap an arena of its own, up to eight per core, and
-//! keeps freed memory in them; it also raises its mmap threshold each time a large block is freed, so
+//! Built without the feature, glibc's malloc is tuned instead, before any thread starts. glibc gives
+//! each thread that contends for the heap an arena of its own, up to eight per core, and keeps freed
+//! memory in them; it also raises its mmap threshold each time a large block is freed, so
 //! the next large blocks land in those arenas too. Under a flood of refused batches (each parsed into
 //! ~10 MB of lines and labels, then dropped) resident memory then grows by arenas' worth of freed
 //! pages: `tests/memory_budget.rs` peaked at 75–97 MiB under a 96 MiB limit on a loaded 2-core

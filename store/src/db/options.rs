@@ -19,9 +19,9 @@ pub struct Options {
     /// Compaction levels, ascending: blocks inside one aligned window of each length are merged into
     /// one block once the window is closed (or at once when they overlap).
     pub compact_ranges_ms: Vec<i64>,
-    /// The memory the whole store may use. The head is flushed early at half of its share (when a
-    /// quarter of the share is samples, see `Shared::early_flush_due`), writes
-    /// are refused (503) while the head holds more than `head_budget_ratio` of it, and new series
+    /// The memory the whole store may use. The head is flushed early past half of its share when that
+    /// frees memory (`Shared::early_flush_due`), writes are refused (503) while the head holds more
+    /// than `head_budget_ratio` of it, and new series
     /// are refused while the head and the open blocks' indexes together hold more than
     /// `series_budget_ratio` of it. The rest is for queries, requests in flight and the allocator.
     pub memory_limit: u64,
@@ -96,11 +96,7 @@ fn default_memory_limit() -> u64 {
     let cgroup = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
         .iter()
         .find_map(|p| std::fs::read_to_string(p).ok().and_then(|s| cgroup_limit(&s)));
-    let usable = match (meminfo, cgroup) {
-        (Some(m), Some(c)) => Some(m.min(c)),
-        (m, c) => m.or(c),
-    };
-    usable.map_or(4 << 30, |t| (t / 2).max(256 << 20))
+    meminfo.into_iter().chain(cgroup).min().map_or(4 << 30, |t| (t / 2).max(256 << 20))
 }
 
 /// `MemTotal` of /proc/meminfo, in bytes.

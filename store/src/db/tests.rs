@@ -234,6 +234,17 @@ fn blocks(db: &Db) -> usize {
     db.shared.blocks.read().len()
 }
 
+/// Writes new series of one sample each, 200 a batch, until the head holds more than `bytes`.
+fn write_series_until(db: &Db, bytes: usize) {
+    let t = now_ms() - 60_000;
+    let mut i = 0;
+    while db.head_bytes() <= bytes {
+        let body: String = (i..i + 200).map(|n| format!("wide,host=h{n},gpu=0 v=1 {t}\n")).collect();
+        write(db, &body).unwrap();
+        i += 200;
+    }
+}
+
 #[test]
 fn an_early_flush_happens_only_when_samples_not_series_fill_the_head() {
     let d = tempfile::tempdir().unwrap();
@@ -241,14 +252,8 @@ fn an_early_flush_happens_only_when_samples_not_series_fill_the_head() {
     o.memory_limit = 8 << 20;
     let share = o.head_budget();
     let db = Db::open(o).unwrap();
-    let t = now_ms() - 60_000;
     // Many series, one sample each: past half the head's share, but almost all of it labels.
-    let mut i = 0;
-    while db.head_bytes() <= share / 2 {
-        let body: String = (i..i + 200).map(|n| format!("wide,host=h{n},gpu=0 v=1 {t}\n")).collect();
-        write(&db, &body).unwrap();
-        i += 200;
-    }
+    write_series_until(&db, share / 2);
     db.maintain().unwrap();
     assert_eq!(blocks(&db), 0, "a flush would free nothing but samples it hardly holds");
     assert!(!db.shared.early_flush_due(&db.shared.head.read()));
@@ -276,13 +281,7 @@ fn a_head_of_series_is_flushed_before_its_share_refuses_writes() {
     o.series_budget_ratio = 10.0;
     let share = o.head_budget();
     let db = Db::open(o).unwrap();
-    let t = now_ms() - 60_000;
-    let mut i = 0;
-    while db.head_bytes() <= share / 10 * 9 {
-        let body: String = (i..i + 200).map(|n| format!("wide,host=h{n},gpu=0 v=1 {t}\n")).collect();
-        write(&db, &body).unwrap();
-        i += 200;
-    }
+    write_series_until(&db, share / 10 * 9);
     let h = db.shared.head.read();
     assert!(h.bytes() - h.label_bytes() < share / 4, "mostly series");
     drop(h);
