@@ -15,7 +15,7 @@ LOG_DIR="${LOG_DIR:-/tmp}"
 PARALLEL=()
 if [ "$JOBS" -gt 1 ]; then PARALLEL=(-jobs="$JOBS" -workers="$JOBS"); fi
 AT_ONCE="${AT_ONCE:-1}"
-TARGETS="${TARGETS:-line_protocol remote_write promql alertd_config rule_file argus_toml alert_intake}"
+TARGETS="${TARGETS:-line_protocol remote_write promql alertd_config rule_file argus_toml alert_intake block_index}"
 nice -n 19 cargo +nightly fuzz build -s none -O
 fuzz_one() {
     local t="$1"

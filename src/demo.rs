@@ -697,7 +697,7 @@ mod tests {
         assert!(points >= steps * (8 * 4 + 3 * 3), "{points}");
         let series = |name: &str| {
             let m = argus_model::Matcher::new("__name__", argus_model::MatchOp::Equal, name).unwrap();
-            db.series(&[m], now - 1_800_000, now)
+            db.series(&[m], now - 1_800_000, now).unwrap()
         };
         assert_eq!(series("gpu_temperature_celsius").len(), 8);
         // The service, training and fabric families, every SERVICE_STEP: one series per pod, rank, port, link.

@@ -218,7 +218,7 @@ impl Source for Embedded {
                 other => return Err(format!("label_values takes a series selector, not {other}")),
             },
         };
-        Ok(self.db.label_values(label, &matchers, self.end - RANGE_MS, self.end))
+        self.db.label_values(label, &matchers, self.end - RANGE_MS, self.end).map_err(|e| e.to_string())
     }
 }
 

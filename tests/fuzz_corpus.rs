@@ -58,3 +58,8 @@ fn argus_toml() {
 fn alert_intake() {
     replay("alert_intake", cases::alert_intake);
 }
+
+#[test]
+fn block_index() {
+    replay("block_index", cases::block_index);
+}

@@ -139,3 +139,54 @@ pub fn alert_intake(data: &[u8]) {
         }
     }
 }
+
+/// A block's index file: the input is its body (between header and CRC), given a valid header and
+/// CRC so the decoding is reached. An even first byte makes a version 2 index (read in place), an odd
+/// one a version 1 index (rewritten as version 2 at open). Opening fails with an error naming the
+/// file, or the block answers matchers, labels, label tables and reads with values or errors, never
+/// a panic.
+pub fn block_index(data: &[u8]) {
+    use argus_model::{MatchOp, Matcher};
+    static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("argus-fuzz-block-{}", std::process::id())).join("b-000000000001");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("fuzz block directory");
+        let meta = r#"{"version":1,"id":1,"seq":1,"min_time":0,"max_time":100000,"series":1,"samples":1,
+            "chunks":1,"events":0,"level":0,"sources":[]}"#;
+        std::fs::write(dir.join("meta.json"), meta).expect("meta.json");
+        std::fs::write(dir.join("chunks"), b"ARGC\x01\0\0\0").expect("chunks");
+        dir
+    });
+    let version = if data.first().is_some_and(|b| b % 2 == 1) { 1 } else { 2 };
+    let mut file = vec![b'A', b'R', b'G', b'I', version, 0, 0, 0];
+    file.extend_from_slice(data);
+    file.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
+    std::fs::write(dir.join("index"), &file).expect("write index");
+    let block = match argus_store::block::Block::open(dir) {
+        Ok(b) => b,
+        Err(e) => {
+            assert!(e.to_string().contains("b-000000000001"), "an open error names the block: {e}");
+            return;
+        }
+    };
+    let matchers = [
+        vec![Matcher::eq("__name__", "m")],
+        vec![Matcher::new("host", MatchOp::RegexMatch, "a|b").expect("regex")],
+        vec![Matcher::new("__name__", MatchOp::NotEqual, "").expect("matcher"), Matcher::eq("job", "")],
+    ];
+    let mut scratch = argus_store::block::Scratch::default();
+    for ms in &matchers {
+        let Ok(found) = block.lookup(ms, i64::MIN, i64::MAX) else { continue };
+        for (id, _) in found.into_iter().take(64) {
+            let _ = block.labels(id);
+            let mut out = Vec::new();
+            let _ = block.read(id, i64::MIN, i64::MAX, None, &mut scratch, &mut out);
+        }
+    }
+    let _ = block.label_names();
+    let _ = block.label_values("host");
+    for id in 0..block.series_count().min(64) {
+        let _ = block.labels(id);
+    }
+}

@@ -1,5 +1,6 @@
 //! Immutable blocks: the compressed, persistent part of the store. A block holds every series'
-//! samples for one time range in compressed chunks, an index of its series, and its events.
+//! samples for one time range in compressed chunks, an index of its series (read in place from its
+//! mapped file), and its events.
 //! Format: docs/format/block.md.
 
 pub mod cache;
@@ -20,6 +21,11 @@ const INDEX_MAGIC: &[u8; 4] = b"ARGI";
 const CHUNKS_MAGIC: &[u8; 4] = b"ARGC";
 const EVENTS_MAGIC: &[u8; 4] = b"ARGE";
 const FORMAT_VERSION: u8 = 1;
+/// The index's own version: 2 is read in place (docs/format/block.md); a version 1 index (loaded
+/// whole onto the heap by older releases) is rewritten as version 2 when its block is opened.
+const INDEX_VERSION: u8 = 2;
+/// Bytes of the index's table of contents, just before its CRC: seven u64.
+const INDEX_TOC_LEN: usize = 7 * 8;
 const FILE_HEADER_LEN: usize = 8;
 
 /// `meta.json` of a block.

@@ -39,6 +39,11 @@ impl<'a> Reader<'a> {
         Reader { buf, pos: 0 }
     }
 
+    /// A reader over the whole of `buf` starting at `pos`, so that errors name offsets in `buf`.
+    pub fn at(buf: &'a [u8], pos: usize) -> Self {
+        Reader { buf, pos }
+    }
+
     pub fn pos(&self) -> usize {
         self.pos
     }

@@ -150,45 +150,70 @@ impl Db {
     }
 
     /// Label sets of the series selected by the matchers with samples in [mint, maxt], sorted.
-    pub fn series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Arc<Labels>> {
+    pub fn series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<Arc<Labels>>, DbError> {
         let mut set: BTreeSet<Arc<Labels>> = BTreeSet::new();
-        for b in self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)) {
-            set.extend(b.select_labels(matchers, mint, maxt));
+        let blocks: Vec<Arc<Block>> =
+            self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect();
+        for b in &blocks {
+            set.extend(b.select_labels(matchers, mint, maxt)?.into_iter().map(Arc::new));
         }
         let head = self.shared.head.read();
         if let Some(f) = &head.frozen {
             set.extend(f.select_labels(matchers, mint, maxt));
         }
         set.extend(head.select_labels(matchers, mint, maxt));
-        set.into_iter().collect()
+        Ok(set.into_iter().collect())
     }
 
-    /// Label names of the selected series (all series when `matchers` is empty), sorted.
-    pub fn label_names(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<String> {
+    /// Label names of the selected series, sorted. With no matcher, the names of every series in the
+    /// head and in the blocks overlapping [mint, maxt], read from the blocks' label tables.
+    pub fn label_names(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<String>, DbError> {
         let mut names = BTreeSet::new();
-        for s in self.series_or_all(matchers, mint, maxt) {
+        if matchers.is_empty() {
+            for b in self.blocks_in(mint, maxt) {
+                names.extend(b.label_names()?);
+            }
+        }
+        for s in self.series_or_head(matchers, mint, maxt)? {
             names.extend(s.iter().map(|l| l.name.clone()));
         }
-        names.into_iter().collect()
+        Ok(names.into_iter().collect())
     }
 
-    /// Values of one label over the selected series (all series when `matchers` is empty), sorted.
-    pub fn label_values(&self, name: &str, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<String> {
+    /// Values of one label over the selected series, sorted; with no matcher, as for
+    /// [`Db::label_names`].
+    pub fn label_values(&self, name: &str, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<String>, DbError> {
         let mut values = BTreeSet::new();
-        for s in self.series_or_all(matchers, mint, maxt) {
+        if matchers.is_empty() {
+            for b in self.blocks_in(mint, maxt) {
+                values.extend(b.label_values(name)?);
+            }
+        }
+        for s in self.series_or_head(matchers, mint, maxt)? {
             if let Some(v) = s.get(name) {
                 values.insert(v.to_string());
             }
         }
-        values.into_iter().collect()
+        Ok(values.into_iter().collect())
     }
 
-    fn series_or_all(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Arc<Labels>> {
+    fn blocks_in(&self, mint: i64, maxt: i64) -> Vec<Arc<Block>> {
+        self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect()
+    }
+
+    /// The selected series; with no matcher, every series of the head (blocks answer from their label
+    /// tables instead).
+    fn series_or_head(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<Arc<Labels>>, DbError> {
         if matchers.is_empty() {
             // Every series has a name; `=~".+"` on it selects all.
             let all =
                 [Matcher::new(argus_model::METRIC_NAME, argus_model::MatchOp::RegexMatch, ".+").expect("static regex")];
-            return self.series(&all, mint, maxt);
+            let head = self.shared.head.read();
+            let mut out: Vec<Arc<Labels>> = head.select_labels(&all, mint, maxt);
+            if let Some(f) = &head.frozen {
+                out.extend(f.select_labels(&all, mint, maxt));
+            }
+            return Ok(out);
         }
         self.series(matchers, mint, maxt)
     }
@@ -222,7 +247,6 @@ impl Db {
     /// memory back ([`Shared::early_flush_due`]), or when writes are refused for memory and a flush
     /// would free idle series; compact, and delete blocks past retention.
     pub fn maintain(&self) -> Result<(), DbError> {
-        let index = self.shared.index_bytes();
         // The read lock for the common case; the write lock only when over budget, where asking the head
         // to bury idle series at its next freeze changes it.
         let (span, early, over) = {
@@ -230,7 +254,7 @@ impl Db {
             (
                 h.time_range().map_or(0, |(a, b)| b - a),
                 self.shared.early_flush_due(&h),
-                self.shared.over_budget(&h, index, 0),
+                self.shared.over_budget(&h, 0, 0),
             )
         };
         let reclaim = over && self.shared.head.write().reclaim_soon();
@@ -242,12 +266,11 @@ impl Db {
         Ok(())
     }
 
-    /// Whether the head, or the head with the open blocks' indexes, holds more than its share of the
-    /// memory limit (writes should be refused).
+    /// Whether the head, or its series, hold more than their share of the memory limit (writes should
+    /// be refused).
     pub fn over_budget(&self) -> bool {
-        let index = self.shared.index_bytes();
         let head = self.shared.head.read();
-        self.shared.over_budget(&head, index, 0)
+        self.shared.over_budget(&head, 0, 0)
     }
 
     /// Bytes of the head, for the admission check and the status page.
@@ -279,35 +302,24 @@ impl Shared {
         m.blocks_bytes.set(b.iter().map(|b| b.size as i64).sum());
     }
 
-    /// Memory held by the open blocks' indexes. Read before taking the head's lock: a flush takes
-    /// the blocks' lock first, then the head's.
-    pub fn index_bytes(&self) -> usize {
-        self.blocks.read().iter().map(|b| b.index_bytes).sum()
-    }
-
-    /// Memory held for series: the head, the index its flush will add, and the open blocks' indexes.
-    pub fn series_in_use(head: &Head, index_bytes: usize) -> usize {
-        head.bytes() + head.label_bytes() + index_bytes
-    }
-
     /// Whether the head should be cut into a block before its block range is over: it holds more than
     /// half its share of the memory limit, and at least a quarter of that share is samples and events,
     /// which a flush frees — or it is within a tenth of its share, where writes are about to be refused
     /// and only a flush lets them in again. A head that is mostly its series' labels and postings —
-    /// many series, few samples each — keeps them after a flush and gains a block index as large again,
-    /// so flushing it any earlier would take memory rather than give it back (a 1.2 M-series head did
-    /// exactly that at half its share, and the series budget then refused every write).
+    /// many series, few samples each — keeps them after a flush, so flushing it any earlier would cut
+    /// small blocks and free almost nothing.
     pub fn early_flush_due(&self, head: &Head) -> bool {
         let share = self.opts.head_budget();
         let samples = head.bytes().saturating_sub(head.label_bytes());
         head.bytes() > share / 2 && (samples >= share / 4 || head.bytes() > share / 10 * 9)
     }
 
-    /// Whether `extra` more bytes would put the head past its share of the memory limit, or the
-    /// series past theirs: the one budget rule for admitting requests and creating series.
-    pub fn over_budget(&self, head: &Head, index_bytes: usize, extra: usize) -> bool {
-        head.bytes() + extra > self.opts.head_budget()
-            || Self::series_in_use(head, index_bytes) + extra > self.opts.series_budget()
+    /// Whether `series` more bytes of new series and `samples` more bytes of samples would put the head
+    /// past its share of the memory limit, or its series past theirs: the one budget rule for admitting
+    /// requests and creating series.
+    pub fn over_budget(&self, head: &Head, series: usize, samples: usize) -> bool {
+        head.bytes() + series + samples > self.opts.head_budget()
+            || head.label_bytes() + series > self.opts.series_budget()
     }
 
     pub fn next_id(&self) -> u64 {

@@ -1,5 +1,5 @@
 //! An in-memory inverted index from label pairs to sorted series ids, and matcher evaluation over it.
-//! The head and every loaded block keep one.
+//! The head keeps one; blocks keep theirs on disk (`block::reader`) and share the matcher evaluation.
 
 use argus_model::{Labels, MatchOp, Matcher};
 use std::collections::{BTreeMap, HashMap};
@@ -49,25 +49,8 @@ impl Postings {
     /// Ids of the series selected by all matchers, sorted. With no matcher that excludes the empty
     /// value, every id is a candidate (the caller decides whether to allow such selectors).
     pub fn select(&self, matchers: &[Matcher]) -> Vec<u32> {
-        let mut result: Option<Vec<u32>> = None;
-        // Positive matchers first: they narrow the candidates fastest.
-        for m in matchers.iter().filter(|m| !m.matches_empty()) {
-            let ids = self.union_matching(m, true);
-            result = Some(match result {
-                None => ids,
-                Some(r) => intersect(&r, &ids),
-            });
-            if result.as_ref().is_some_and(Vec::is_empty) {
-                return Vec::new();
-            }
-        }
-        let mut r = result.unwrap_or_else(|| (0..self.count).collect());
-        for m in matchers.iter().filter(|m| m.matches_empty()) {
-            // Series carrying a value the matcher rejects drop out; series lacking the label stay.
-            let drop = self.union_matching(m, false);
-            r = subtract(&r, &drop);
-        }
-        r
+        let all = |m: &Matcher, want| Ok::<_, std::convert::Infallible>(self.union_matching(m, want));
+        select_with(self.count, matchers, all).unwrap_or_else(|e| match e {})
     }
 
     /// Union of the lists whose value the matcher accepts (`want` true) or rejects (`want` false).
@@ -87,6 +70,35 @@ impl Postings {
     pub fn label_values(&self, name: &str) -> impl Iterator<Item = &str> {
         self.by_label.get(name).into_iter().flat_map(|m| m.keys().map(String::as_str))
     }
+}
+
+/// Ids among `0..count` selected by all matchers, sorted, given each matcher's union of the lists
+/// whose value it accepts (`want` true) or rejects (`want` false): the one matcher evaluation for
+/// the head's postings and a block's mapped ones.
+pub fn select_with<E>(
+    count: u32,
+    matchers: &[Matcher],
+    mut union_matching: impl FnMut(&Matcher, bool) -> Result<Vec<u32>, E>,
+) -> Result<Vec<u32>, E> {
+    let mut result: Option<Vec<u32>> = None;
+    // Positive matchers first: they narrow the candidates fastest.
+    for m in matchers.iter().filter(|m| !m.matches_empty()) {
+        let ids = union_matching(m, true)?;
+        result = Some(match result {
+            None => ids,
+            Some(r) => intersect(&r, &ids),
+        });
+        if result.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(Vec::new());
+        }
+    }
+    let mut r = result.unwrap_or_else(|| (0..count).collect());
+    for m in matchers.iter().filter(|m| m.matches_empty()) {
+        // Series carrying a value the matcher rejects drop out; series lacking the label stay.
+        let drop = union_matching(m, false)?;
+        r = subtract(&r, &drop);
+    }
+    Ok(r)
 }
 
 pub fn intersect(a: &[u32], b: &[u32]) -> Vec<u32> {

@@ -29,9 +29,16 @@ pub enum WriteError {
     /// Creating the batch's new series would pass the memory budget; nothing of it was stored.
     #[error(
         "the store is over its memory budget: {new_series} new series would need {needed} bytes with {in_use} of \
-         {budget} in use by series and samples; nothing stored, retry later"
+         {budget} in use by the head ({series_in_use} of {series_budget} by series); nothing stored, retry later"
     )]
-    OverBudget { new_series: usize, needed: usize, in_use: usize, budget: usize },
+    OverBudget {
+        new_series: usize,
+        needed: usize,
+        in_use: usize,
+        budget: usize,
+        series_in_use: usize,
+        series_budget: usize,
+    },
     /// Creating the batch's new series would pass `max_series`; nothing of it was stored.
     #[error(
         "series limit max_series = {limit} reached: {live} live series and this batch adds {adding} (metric \
@@ -240,7 +247,6 @@ impl Db {
             }
         }
         if !missing.is_empty() {
-            let index = self.shared.index_bytes();
             let mut head = self.shared.head.write();
             // New series are charged before any is created, under the lock that creates them, so that
             // concurrent batches cannot pass the budget together; a refused batch creates nothing.
@@ -257,20 +263,22 @@ impl Db {
             // A new series with several samples in the batch is one series: keep its first sample.
             let mut seen = std::collections::HashSet::with_capacity(new.len());
             let distinct: Vec<usize> = new.iter().copied().filter(|&i| seen.insert(pending[i].hash)).collect();
-            // Twice: once in the head, once more in the index of the block its flush cuts.
-            let needed = distinct.iter().map(|&i| crate::head::pairs_bytes(keys.pairs(&pending[i]))).sum::<usize>() * 2
-                + pending.len() * crate::head::SAMPLE_BYTES;
+            let series_bytes =
+                distinct.iter().map(|&i| crate::head::pairs_bytes(keys.pairs(&pending[i]))).sum::<usize>();
+            let samples_bytes = pending.len() * crate::head::SAMPLE_BYTES;
             if let Err(e) = self.check_series_limits(&head, keys, &pending, &distinct) {
                 self.shared.metrics.rejected("cardinality");
                 return Err(e);
             }
-            if !new.is_empty() && self.shared.over_budget(&head, index, needed) {
+            if !new.is_empty() && self.shared.over_budget(&head, series_bytes, samples_bytes) {
                 self.shared.metrics.rejected("memory");
                 return Err(WriteError::OverBudget {
                     new_series: distinct.len(),
-                    needed,
-                    in_use: super::Shared::series_in_use(&head, index),
-                    budget: self.shared.opts.series_budget(),
+                    needed: series_bytes + samples_bytes,
+                    in_use: head.bytes(),
+                    budget: self.shared.opts.head_budget(),
+                    series_in_use: head.label_bytes(),
+                    series_budget: self.shared.opts.series_budget(),
                 });
             }
             for i in new {

@@ -2,9 +2,10 @@
 
 use super::commit::{Committer, Job};
 use super::{DbError, Shared, merge_samples};
-use crate::block::{Block, BlockWriter, Lineage, write_block};
+use crate::block::{Block, BlockWriter, Lineage, Scratch};
 use argus_model::{Labels, Sample};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::fs;
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -44,28 +45,40 @@ pub(crate) fn flush(shared: &Shared, committer: &Committer) -> Result<(), DbErro
 /// segments before `segment`.
 fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64) -> Result<(), DbError> {
     let range = shared.opts.block_range_ms;
+    let blocks_dir = shared.opts.data_dir.join("blocks");
     // One writer per block range the frozen samples touch; samples go in as slices, never copied.
     let mut windows: BTreeMap<i64, BlockWriter> = BTreeMap::new();
-    let writer = || BlockWriter::new(shared.opts.encoding);
+    let writer = |windows: &mut BTreeMap<i64, BlockWriter>, w: i64| -> Result<(), DbError> {
+        if let Entry::Vacant(e) = windows.entry(w) {
+            let id = shared.next_id();
+            e.insert(BlockWriter::new(&blocks_dir, shared.opts.encoding, Lineage::fresh(id))?);
+        }
+        Ok(())
+    };
     for (labels, data) in &frozen.series {
-        // One series decoded at a time: the writer encodes it into its block at once.
+        // One series decoded at a time: the writer encodes it into its block's file at once.
         let samples = frozen.samples(data)?;
         let mut start = 0;
         while start < samples.len() {
             let w = samples[start].t.div_euclid(range) * range;
             let end = start + samples[start..].partition_point(|s| s.t < w + range);
-            windows.entry(w).or_insert_with(writer).add_series(labels.clone(), &samples[start..end]);
+            writer(&mut windows, w)?;
+            if let Some(b) = windows.get_mut(&w) {
+                b.add_series(labels.clone(), &samples[start..end])?;
+            }
             start = end;
         }
     }
     for e in &frozen.events {
-        windows.entry(e.t.div_euclid(range) * range).or_insert_with(writer).add_events([e.clone()]);
+        let w = e.t.div_euclid(range) * range;
+        writer(&mut windows, w)?;
+        if let Some(b) = windows.get_mut(&w) {
+            b.add_events([e.clone()]);
+        }
     }
-    let blocks_dir = shared.opts.data_dir.join("blocks");
     let mut new_blocks = Vec::new();
     for (_, w) in windows {
-        let id = shared.next_id();
-        let (path, _) = w.finish(&blocks_dir, Lineage { id, seq: id, level: 0, sources: Vec::new() })?;
+        let (path, _) = w.finish()?;
         new_blocks.push(Arc::new(Block::open(&path)?));
     }
     let n = new_blocks.len();
@@ -113,33 +126,49 @@ pub(crate) fn compact(shared: &Shared) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Merges a group of blocks into one, a series at a time: each block's series are in label order,
+/// so the group is walked in step and only the series being merged is ever in memory.
 fn merge(shared: &Shared, group: &[Arc<Block>]) -> Result<(), DbError> {
     // Oldest first, so a later block's sample wins at equal timestamps.
     let mut group = group.to_vec();
     group.sort_by_key(|b| (b.meta.seq, b.meta.id));
-    let mut series: HashMap<Arc<Labels>, Vec<Vec<Sample>>> = HashMap::new();
-    let mut events = Vec::new();
-    for b in &group {
-        for (l, s) in b.all_series()? {
-            series.entry(l).or_default().push(s);
-        }
-        events.extend(b.all_events()?);
-    }
-    let merged = series.into_iter().map(|(l, lists)| {
-        let s = if lists.len() == 1 { lists.into_iter().next().unwrap_or_default() } else { merge_samples(lists) };
-        (l, s)
-    });
     let id = shared.next_id();
     let seq = group.iter().map(|b| b.meta.seq).max().unwrap_or(id);
     let level = group.iter().map(|b| b.meta.level).max().unwrap_or(0) + 1;
     let sources: Vec<u64> =
         group.iter().flat_map(|b| std::iter::once(b.meta.id).chain(b.meta.sources.iter().copied())).collect();
     let blocks_dir = shared.opts.data_dir.join("blocks");
-    let Some((path, meta)) =
-        write_block(&blocks_dir, shared.opts.encoding, Lineage { id, seq, level, sources }, merged, events)?
-    else {
+    let mut w = BlockWriter::new(&blocks_dir, shared.opts.encoding, Lineage { id, seq, level, sources })?;
+    // Each block's next series: its id and labels.
+    let mut heads: Vec<Option<(u32, Labels)>> = Vec::with_capacity(group.len());
+    for b in &group {
+        heads.push(next_series(b, 0)?);
+    }
+    let mut scratch = Scratch::default();
+    let mut lists: Vec<Vec<Sample>> = Vec::new();
+    while let Some(least) = heads.iter().flatten().map(|(_, l)| l).min().cloned() {
+        lists.clear();
+        for (b, head) in group.iter().zip(heads.iter_mut()) {
+            let Some((sid, labels)) = head else { continue };
+            if *labels != least {
+                continue;
+            }
+            let mut samples = Vec::new();
+            b.read(*sid, i64::MIN, i64::MAX, None, &mut scratch, &mut samples)?;
+            lists.push(samples);
+            *head = next_series(b, *sid + 1)?;
+        }
+        let merged =
+            if lists.len() == 1 { lists.pop().unwrap_or_default() } else { merge_samples(std::mem::take(&mut lists)) };
+        w.add_series(Arc::new(least), &merged)?;
+    }
+    for b in &group {
+        w.add_events(b.all_events()?);
+    }
+    if w.is_empty() {
         return Ok(());
-    };
+    }
+    let (path, meta) = w.finish()?;
     let new = Arc::new(Block::open(&path)?);
     {
         let mut blocks = shared.blocks.write();
@@ -154,6 +183,14 @@ fn merge(shared: &Shared, group: &[Arc<Block>]) -> Result<(), DbError> {
     shared.update_gauges();
     tracing::info!(sources = group.len(), samples = meta.samples, series = meta.series, "Compacted blocks");
     Ok(())
+}
+
+/// Series `id` of a block with its labels, or `None` past its last.
+fn next_series(b: &Block, id: u32) -> Result<Option<(u32, Labels)>, DbError> {
+    if id >= b.series_count() {
+        return Ok(None);
+    }
+    Ok(Some((id, b.labels(id)?)))
 }
 
 /// Deletes blocks whose newest sample is older than the retention window.

@@ -21,9 +21,11 @@ pub struct Options {
     pub compact_ranges_ms: Vec<i64>,
     /// The memory the whole store may use. The head is flushed early past half of its share when that
     /// frees memory (`Shared::early_flush_due`), writes are refused (503) while the head holds more
-    /// than `head_budget_ratio` of it, and new series
-    /// are refused while the head and the open blocks' indexes together hold more than
-    /// `series_budget_ratio` of it. The rest is for queries, requests in flight and the allocator.
+    /// than `head_budget_ratio` of it, and new series are refused while the head's series (labels,
+    /// postings: what a flush does not free while they stay active) hold more than
+    /// `series_budget_ratio` of it, which keeps part of the head's share for samples. Blocks hold next
+    /// to nothing on the heap (their indexes are read in place from mapped files), so the rest is for
+    /// queries, flushes and compactions, requests in flight and the allocator.
     pub memory_limit: u64,
     pub head_budget_ratio: f64,
     pub series_budget_ratio: f64,
@@ -60,7 +62,7 @@ impl Options {
             compact_ranges_ms: vec![6 * 3600 * 1000, 24 * 3600 * 1000],
             memory_limit: default_memory_limit(),
             head_budget_ratio: 0.4,
-            series_budget_ratio: 0.5,
+            series_budget_ratio: 0.25,
             encoding: DEFAULT_ENCODING,
             max_series: DEFAULT_MAX_SERIES,
             max_series_per_metric: DEFAULT_MAX_SERIES_PER_METRIC,
@@ -72,14 +74,14 @@ impl Options {
         (self.memory_limit as f64 * self.head_budget_ratio) as usize
     }
 
+    pub fn series_budget(&self) -> usize {
+        (self.memory_limit as f64 * self.series_budget_ratio) as usize
+    }
+
     /// The chunk cache's bound: the configured one, or a sixteenth of the memory limit (part of what
     /// the budget leaves to queries), at most [`DEFAULT_CHUNK_CACHE_MAX`].
     pub fn chunk_cache_bytes(&self) -> usize {
         self.chunk_cache.unwrap_or(((self.memory_limit / 16) as usize).min(DEFAULT_CHUNK_CACHE_MAX))
-    }
-
-    pub fn series_budget(&self) -> usize {
-        (self.memory_limit as f64 * self.series_budget_ratio) as usize
     }
 }
 

@@ -65,7 +65,7 @@ impl Db {
             mem.extend(f.decode(mint, maxt).map_err(DbError::from)?);
         }
         mem.extend(live.decode(mint, maxt).map_err(DbError::from)?);
-        let plan = plan(&blocks, &mem, matchers, mint, maxt);
+        let plan = plan(&blocks, &mem, matchers, mint, maxt)?;
         let total: usize = plan.iter().map(|p| p.cost).sum();
         let threads = cores().min(MAX_THREADS);
         let stop = AtomicBool::new(false);
@@ -130,28 +130,43 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Every selected series with its sources, sorted by labels.
-fn plan(blocks: &[Arc<Block>], mem: &[SeriesSamples], matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<Planned> {
+/// Every selected series with its sources, sorted by labels. A block's labels are decoded from its
+/// index once per query and shared by every source of the series.
+fn plan(
+    blocks: &[Arc<Block>],
+    mem: &[SeriesSamples],
+    matchers: &[Matcher],
+    mint: i64,
+    maxt: i64,
+) -> Result<Vec<Planned>, DbError> {
     let mut index: HashMap<Arc<Labels>, usize> = HashMap::new();
     let mut plan: Vec<Planned> = Vec::new();
-    let mut add = |labels: &Arc<Labels>, src: Src, cost: usize| {
-        let i = *index.entry(labels.clone()).or_insert_with(|| {
-            plan.push(Planned { labels: labels.clone(), srcs: Vec::new(), cost: 0 });
-            plan.len() - 1
-        });
-        plan[i].srcs.push(src);
-        plan[i].cost += cost;
+    let slot = |labels: Arc<Labels>, index: &mut HashMap<Arc<Labels>, usize>, plan: &mut Vec<Planned>| {
+        plan.push(Planned { labels: labels.clone(), srcs: Vec::new(), cost: 0 });
+        index.insert(labels, plan.len() - 1);
+        plan.len() - 1
     };
     for (b, block) in blocks.iter().enumerate() {
-        for (id, chunks) in block.lookup(matchers, mint, maxt) {
-            add(block.labels(id), Src::Block(b, id), chunks);
+        for (id, chunks) in block.lookup(matchers, mint, maxt)? {
+            let labels = block.labels(id)?;
+            let i = match index.get(&labels) {
+                Some(&i) => i,
+                None => slot(Arc::new(labels), &mut index, &mut plan),
+            };
+            plan[i].srcs.push(Src::Block(b, id));
+            plan[i].cost += chunks;
         }
     }
-    for (i, (labels, _)) in mem.iter().enumerate() {
-        add(labels, Src::Mem(i), 1);
+    for (m, (labels, _)) in mem.iter().enumerate() {
+        let i = match index.get(&**labels) {
+            Some(&i) => i,
+            None => slot(labels.clone(), &mut index, &mut plan),
+        };
+        plan[i].srcs.push(Src::Mem(m));
+        plan[i].cost += 1;
     }
     plan.sort_by(|a, b| a.labels.cmp(&b.labels));
-    plan
+    Ok(plan)
 }
 
 /// Appends a block's part of a series, merging when it is not simply later than what is there.

@@ -90,11 +90,12 @@ fn label_apis_and_matchers() {
     let now = now_ms();
     write(&db, &format!("gpu,host=a,gpu=0 util=1 {now}\ngpu,host=b,gpu=1 util=2 {now}\nhost,host=a load1=3 {now}"))
         .unwrap();
-    assert_eq!(db.label_names(&[], i64::MIN, i64::MAX), vec!["__name__", "gpu", "host"]);
-    assert_eq!(db.label_values("host", &[Matcher::eq("__name__", "gpu_util")], i64::MIN, i64::MAX), vec!["a", "b"]);
-    let s = db.series(&[Matcher::eq("host", "a")], i64::MIN, i64::MAX);
+    assert_eq!(db.label_names(&[], i64::MIN, i64::MAX).unwrap(), vec!["__name__", "gpu", "host"]);
+    let values = db.label_values("host", &[Matcher::eq("__name__", "gpu_util")], i64::MIN, i64::MAX).unwrap();
+    assert_eq!(values, vec!["a", "b"]);
+    let s = db.series(&[Matcher::eq("host", "a")], i64::MIN, i64::MAX).unwrap();
     assert_eq!(s.len(), 2);
-    assert!(db.series(&[Matcher::eq("host", "a")], now + 1, now + 2).is_empty(), "time range filters series");
+    assert!(db.series(&[Matcher::eq("host", "a")], now + 1, now + 2).unwrap().is_empty(), "time range filters series");
 }
 
 #[test]
@@ -287,4 +288,43 @@ fn a_head_of_series_is_flushed_before_its_share_refuses_writes() {
     drop(h);
     db.maintain().unwrap();
     assert!(blocks(&db) >= 1, "cut before writes are refused");
+}
+
+/// Compaction merges blocks a series at a time: series present in some blocks only, in all, and
+/// overlapping in time all come out whole, in label order, with the newest block's value at a shared
+/// timestamp.
+#[test]
+fn compaction_merges_many_series_across_blocks() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open(opts(d.path())).unwrap();
+    let t0 = now_ms() - 5 * 3600 * 1000;
+    let mut want: std::collections::BTreeMap<String, std::collections::BTreeMap<i64, f64>> = Default::default();
+    for round in 0..4i64 {
+        let mut body = String::new();
+        for h in 0..30i64 {
+            // Each round writes a different part of the hosts, overlapping the previous round's.
+            if (h + round) % 3 == 0 {
+                continue;
+            }
+            for k in 0..5 {
+                let t = t0 + k * 1000 + (round % 2) * 2000;
+                let v = (round * 100 + h) as f64;
+                body.push_str(&format!("cm,host=h{h:02} v={v} {t}\n"));
+                want.entry(format!("h{h:02}")).or_default().insert(t, v);
+            }
+        }
+        write(&db, &body).unwrap();
+        db.flush().unwrap();
+    }
+    assert_eq!(db.shared.blocks.read().len(), 1, "overlapping blocks were compacted into one");
+    let got = db.select(&[Matcher::eq("__name__", "cm_v")], i64::MIN, i64::MAX).unwrap();
+    let got: std::collections::BTreeMap<String, std::collections::BTreeMap<i64, f64>> = got
+        .into_iter()
+        .map(|s| (s.labels.get("host").unwrap().to_string(), s.samples.iter().map(|x| (x.t, x.v)).collect()))
+        .collect();
+    assert_eq!(got, want);
+    db.close();
+    let db = Db::open(opts(d.path())).unwrap();
+    assert_eq!(db.select(&[Matcher::eq("__name__", "cm_v")], i64::MIN, i64::MAX).unwrap().len(), 30);
+    assert_eq!(db.label_values("host", &[], i64::MIN, i64::MAX).unwrap().len(), 30);
 }

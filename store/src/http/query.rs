@@ -158,7 +158,10 @@ pub async fn series(S(state): S<Arc<State>>, p: Params) -> Response {
     blocking(move || {
         let mut all = std::collections::BTreeSet::new();
         for ms in &sets {
-            all.extend(state.db.series(ms, start, end));
+            match state.db.series(ms, start, end) {
+                Ok(s) => all.extend(s),
+                Err(e) => return err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+            }
         }
         limited(all.iter().map(|l| metric(l)).collect(), limit)
     })
@@ -198,9 +201,13 @@ async fn label_query(state: Arc<State>, p: Params, name: Option<String>) -> Resp
         let sets = if sets.is_empty() { vec![Vec::new()] } else { sets };
         let mut out = std::collections::BTreeSet::new();
         for ms in &sets {
-            match &name {
-                None => out.extend(state.db.label_names(ms, start, end)),
-                Some(n) => out.extend(state.db.label_values(n, ms, start, end)),
+            let found = match &name {
+                None => state.db.label_names(ms, start, end),
+                Some(n) => state.db.label_values(n, ms, start, end),
+            };
+            match found {
+                Ok(f) => out.extend(f),
+                Err(e) => return err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
             }
         }
         limited(out.into_iter().map(J::String).collect(), limit)
