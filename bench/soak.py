@@ -18,7 +18,7 @@ the default store settings: wal_sync "always", default memory limit) and, agains
   spans the run, or --storm-span) and POSTed to /api/v2/alerts at its rewritten times. alertd notifies a webhook receiver in this
   script, which counts what it gets.
 
-Every --sample-every seconds it reads the server's VmRSS from /proc, the load average and the store's head gauges.
+Every --sample-every seconds it reads the server's VmRSS (and its anonymous and file-backed parts) from /proc, the load average and the store's head gauges.
 At the end it stops the server with SIGTERM (it flushes the head into blocks) and writes a JSON result: achieved
 rates, every non-2xx answer and client error by kind, ingest/query/alert latency percentiles, the RSS series and
 its growth after --warmup (largest sample after the warm-up against the sample at the warm-up).
@@ -584,6 +584,7 @@ def main(argv=None):
         if now >= next_sample:
             m = srv.metrics() or {}
             s = {"t_s": round(now - t_start, 1), "rss_kib": srv.status_kib("VmRSS"),
+                 "rss_anon_kib": srv.status_kib("RssAnon"), "rss_file_kib": srv.status_kib("RssFile"),
                  "hwm_kib": srv.status_kib("VmHWM"), "load": loadavg(), "cpu_s": srv.cpu_seconds(),
                  "head_series": m.get("argus_store_head_series"), "head_samples": m.get("argus_store_head_samples"),
                  "head_bytes": m.get("argus_store_head_bytes"), "blocks": m.get("argus_store_blocks"),
