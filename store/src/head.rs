@@ -94,6 +94,25 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    pub fn len(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+
+    /// The labels of series `i`.
+    pub fn labels(&self, i: usize) -> &Arc<Labels> {
+        &self.series[i].0
+    }
+
+    /// Appends series `i`'s samples in [mint, maxt] to `out`: one series decoded at a time, so a read
+    /// holds the head's samples of the series it is on, not of all it selected.
+    pub fn read(&self, i: usize, mint: i64, maxt: i64, out: &mut Vec<Sample>) -> Result<(), ChunkReadError> {
+        self.series[i].1.read(&self.file, mint, maxt, out)
+    }
+
     /// The series with their samples in [mint, maxt]; series with none there are left out.
     pub fn decode(self, mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, ChunkReadError> {
         let mut out = Vec::with_capacity(self.series.len());

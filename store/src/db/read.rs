@@ -6,7 +6,7 @@
 
 use super::{Db, DbError, Series, merge_into};
 use crate::block::{Block, ChunkCache, Scratch};
-use crate::head::SeriesSamples;
+use crate::head::Snapshot;
 use argus_model::{Labels, Matcher, Sample};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,8 +20,10 @@ const MAX_THREADS: usize = 8;
 
 /// Where one series' samples are, oldest source first.
 enum Src {
+    /// A block, and the series' id in it.
     Block(usize, u32),
-    Mem(usize),
+    /// A head snapshot (the frozen head's, then the live head's), and the series' place in it.
+    Mem(usize, usize),
 }
 
 /// One selected series and the sources to read it from.
@@ -52,26 +54,75 @@ impl Db {
         E: From<DbError> + Send,
         F: Fn(&Arc<Labels>, &[Sample]) -> Result<Option<T>, E> + Sync,
     {
+        let mut out = Vec::new();
+        self.select_chunks(matchers, mint, maxt, usize::MAX, f, |kept| {
+            out.extend(kept);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// [`Db::select_map`] a window of `window` series at a time: what `f` kept for each window goes
+    /// to `sink`, windows in label order, before the next window is read. A caller that folds what it
+    /// is given (an aggregation over a whole fleet) holds one window's results, not the read's.
+    pub fn select_chunks<T, E, F, S>(
+        &self,
+        matchers: &[Matcher],
+        mint: i64,
+        maxt: i64,
+        window: usize,
+        f: F,
+        mut sink: S,
+    ) -> Result<(), E>
+    where
+        T: Send,
+        E: From<DbError> + Send,
+        F: Fn(&Arc<Labels>, &[Sample]) -> Result<Option<T>, E> + Sync,
+        S: FnMut(Vec<T>) -> Result<(), E>,
+    {
         let blocks: Vec<Arc<Block>> =
             self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect();
         // The head's chunks are copied out under its lock (their places, not their samples) and
-        // decoded after it is let go, so that a large read does not hold up writes.
-        let (frozen, live) = {
+        // decoded a series at a time after it is let go, so that a large read does not hold up writes.
+        let mem: Vec<Snapshot> = {
             let head = self.shared.head.read();
-            (head.frozen.as_ref().map(|f| f.snapshot(matchers, mint, maxt)), head.snapshot(matchers, mint, maxt))
+            let frozen = head.frozen.as_ref().map(|f| f.snapshot(matchers, mint, maxt));
+            frozen.into_iter().chain(std::iter::once(head.snapshot(matchers, mint, maxt))).collect()
         };
-        let mut mem: Vec<SeriesSamples> = Vec::new();
-        if let Some(f) = frozen {
-            mem.extend(f.decode(mint, maxt).map_err(DbError::from)?);
-        }
-        mem.extend(live.decode(mint, maxt).map_err(DbError::from)?);
         let plan = plan(&blocks, &mem, matchers, mint, maxt)?;
+        let read = Reading { blocks: &blocks, mem: &mem, mint, maxt, cache: &self.shared.cache };
+        for part in plan.chunks(window.max(1)) {
+            sink(read.run(part, &f)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// What one read draws on: the blocks and head snapshots it planned over, and its time range.
+struct Reading<'a> {
+    blocks: &'a [Arc<Block>],
+    mem: &'a [Snapshot],
+    mint: i64,
+    maxt: i64,
+    cache: &'a ChunkCache,
+}
+
+impl Reading<'_> {
+    /// Reads the planned series, on several threads when they have many chunks to decode, and
+    /// returns what `f` kept, in plan order.
+    fn run<T, E, F>(&self, plan: &[Planned], f: &F) -> Result<Vec<T>, E>
+    where
+        T: Send,
+        E: From<DbError> + Send,
+        F: Fn(&Arc<Labels>, &[Sample]) -> Result<Option<T>, E> + Sync,
+    {
         let total: usize = plan.iter().map(|p| p.cost).sum();
         let threads = cores().min(MAX_THREADS);
         let stop = AtomicBool::new(false);
         let run = |part: &[Planned]| -> Result<Vec<T>, E> {
             let mut scratch = Scratch::default();
             let mut samples: Vec<Sample> = Vec::new();
+            let mut head: Vec<Sample> = Vec::new();
             let mut kept = Vec::new();
             for p in part {
                 if stop.load(Ordering::Relaxed) {
@@ -80,12 +131,20 @@ impl Db {
                 samples.clear();
                 for src in &p.srcs {
                     let read = match *src {
-                        Src::Block(b, id) => {
-                            read_block(&blocks[b], id, mint, maxt, &self.shared.cache, &mut scratch, &mut samples)
-                        }
-                        Src::Mem(i) => {
-                            merge_into(&mut samples, &mem[i].1);
-                            Ok(())
+                        Src::Block(b, id) => read_block(
+                            &self.blocks[b],
+                            id,
+                            self.mint,
+                            self.maxt,
+                            self.cache,
+                            &mut scratch,
+                            &mut samples,
+                        ),
+                        Src::Mem(m, i) => {
+                            head.clear();
+                            self.mem[m].read(i, self.mint, self.maxt, &mut head).map_err(DbError::from).map(|()| {
+                                merge_into(&mut samples, &head);
+                            })
                         }
                     };
                     if let Err(e) = read {
@@ -108,9 +167,9 @@ impl Db {
             Ok(kept)
         };
         if threads < 2 || total < PARALLEL_CHUNKS {
-            return run(&plan);
+            return run(plan);
         }
-        let parts = split(&plan, threads, total);
+        let parts = split(plan, threads, total);
         let results: Vec<Result<Vec<T>, E>> = std::thread::scope(|scope| {
             let handles: Vec<_> = parts.iter().map(|part| scope.spawn(|| run(part))).collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(E::from(DbError::ReaderPanicked)))).collect()
@@ -134,7 +193,7 @@ fn cores() -> usize {
 /// index once per query and shared by every source of the series.
 fn plan(
     blocks: &[Arc<Block>],
-    mem: &[SeriesSamples],
+    mem: &[Snapshot],
     matchers: &[Matcher],
     mint: i64,
     maxt: i64,
@@ -157,13 +216,16 @@ fn plan(
             plan[i].cost += chunks;
         }
     }
-    for (m, (labels, _)) in mem.iter().enumerate() {
-        let i = match index.get(&**labels) {
-            Some(&i) => i,
-            None => slot(labels.clone(), &mut index, &mut plan),
-        };
-        plan[i].srcs.push(Src::Mem(m));
-        plan[i].cost += 1;
+    for (m, snap) in mem.iter().enumerate() {
+        for s in 0..snap.len() {
+            let labels = snap.labels(s);
+            let i = match index.get(&**labels) {
+                Some(&i) => i,
+                None => slot(labels.clone(), &mut index, &mut plan),
+            };
+            plan[i].srcs.push(Src::Mem(m, s));
+            plan[i].cost += 1;
+        }
     }
     plan.sort_by(|a, b| a.labels.cmp(&b.labels));
     Ok(plan)

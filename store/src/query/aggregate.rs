@@ -2,13 +2,13 @@
 //! per step in the order and with the arithmetic of Prometheus 2, so sums and ties come out the same.
 
 use super::QueryError;
-use super::eval::{Ev, Out, Row, Val, unsupported};
+use super::eval::{Ev, Out, Row, Val, unparen, unsupported};
 use super::functions::{format_value, quantile};
 use argus_model::{Labels, METRIC_NAME};
 use promql_parser::parser::token::{
     T_AVG, T_BOTTOMK, T_COUNT, T_COUNT_VALUES, T_GROUP, T_MAX, T_MIN, T_QUANTILE, T_STDDEV, T_STDVAR, T_SUM, T_TOPK,
 };
-use promql_parser::parser::{AggregateExpr, LabelModifier};
+use promql_parser::parser::{AggregateExpr, Expr, LabelModifier, VectorSelector};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -27,6 +27,10 @@ impl Grouping<'_> {
         Labels::from_pairs(l.iter().filter(|x| keep(&x.name)).map(|x| (x.name.clone(), x.value.clone())))
     }
 }
+
+/// Series folded at a time by [`Ev::fold_selector`]: 2,048 rows of a 6-hour panel at a 30-second step
+/// are ~24 MiB, where a fleet of 37,736 GPUs held ~415 MiB.
+pub(super) const FOLD_WINDOW: usize = 2048;
 
 /// One group's running state at one step.
 #[derive(Clone, Default)]
@@ -62,11 +66,45 @@ impl Ev<'_> {
             (None, T_SUM | T_AVG | T_COUNT | T_MIN | T_MAX | T_GROUP | T_STDDEV | T_STDVAR) => None,
             _ => return Err(unsupported(&format!("{} aggregations", a.op))),
         };
+        if let (false, [], Expr::VectorSelector(vs)) = (without, names, unparen(&a.expr))
+            && matches!(op, T_SUM | T_AVG | T_COUNT | T_MIN | T_MAX | T_GROUP | T_STDDEV | T_STDVAR)
+        {
+            return self.fold_selector(op, vs).map(Val::Vector);
+        }
         let rows = self.eval_vector(&a.expr)?;
         match op {
             T_TOPK | T_BOTTOMK => self.top(op == T_TOPK, &g, rows, &param.unwrap_or_default()).map(Val::Vector),
             _ => self.fold(op, &g, rows, param.as_deref()).map(Val::Vector),
         }
+    }
+
+    /// An aggregation into one group (no `by` labels, no `without`) straight over a selector: its
+    /// series are folded a window at a time as they are read, one accumulator per step, so a
+    /// fleet-wide panel holds a window's rows rather than a value slot for every series and step.
+    /// Within a step the values are added in label order, as [`Ev::fold`] adds them.
+    fn fold_selector(&self, op: u16, vs: &VectorSelector) -> Result<Vec<Row>, QueryError> {
+        let mut accs: Vec<Acc> = vec![Acc::default(); self.n];
+        let mut any = false;
+        self.selector_windows(vs, false, FOLD_WINDOW, |rows| {
+            self.check_time()?;
+            any |= !rows.is_empty();
+            for (i, acc) in accs.iter_mut().enumerate() {
+                for r in &rows {
+                    if let Some(v) = r.vals[i] {
+                        accumulate(op, acc, v);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        let mut out = Out::new(self.n);
+        if any {
+            out.slot(Arc::new(Labels::default()));
+            for (i, acc) in accs.iter().enumerate().filter(|(_, a)| a.count > 0) {
+                out.set(0, i, result(op, acc, None))?;
+            }
+        }
+        Ok(out.finish())
     }
 
     /// Aggregations with one output series per group.
@@ -93,58 +131,13 @@ impl Ev<'_> {
             }
             for (r, &gi) in rows.iter().zip(&group) {
                 let Some(v) = r.vals[i] else { continue };
-                let acc = &mut accs[gi];
-                if acc.count == 0 {
-                    *acc = Acc { value: v, mean: v, count: 1, heap: std::mem::take(&mut acc.heap) };
-                    match op {
-                        T_STDDEV | T_STDVAR => acc.value = 0.0,
-                        T_GROUP => acc.value = 1.0,
-                        T_QUANTILE => acc.heap.push((v, 0)),
-                        _ => {}
-                    }
-                    continue;
-                }
-                acc.count += 1;
-                let n = acc.count as f64;
-                match op {
-                    T_SUM => acc.value += v,
-                    T_AVG => {
-                        // Prometheus keeps an infinite mean rather than turning it into NaN.
-                        if acc.mean.is_infinite()
-                            && ((v.is_infinite() && (acc.mean > 0.0) == (v > 0.0)) || (!v.is_infinite() && !v.is_nan()))
-                        {
-                            continue;
-                        }
-                        acc.mean += v / n - acc.mean / n;
-                    }
-                    T_MAX if acc.value < v || acc.value.is_nan() => acc.value = v,
-                    T_MIN if acc.value > v || acc.value.is_nan() => acc.value = v,
-                    T_STDDEV | T_STDVAR => {
-                        let delta = v - acc.mean;
-                        acc.mean += delta / n;
-                        acc.value += delta * (v - acc.mean);
-                    }
-                    T_QUANTILE => acc.heap.push((v, 0)),
-                    _ => {}
-                }
+                accumulate(op, &mut accs[gi], v);
             }
             for (gi, acc) in accs.iter_mut().enumerate() {
                 if acc.count == 0 {
                     continue;
                 }
-                let n = acc.count as f64;
-                let v = match op {
-                    T_AVG => acc.mean,
-                    T_COUNT => n,
-                    T_STDVAR => acc.value / n,
-                    T_STDDEV => (acc.value / n).sqrt(),
-                    T_QUANTILE => {
-                        let mut vals: Vec<f64> = acc.heap.iter().map(|x| x.0).collect();
-                        quantile(param.map_or(f64::NAN, |p| p[i]), &mut vals)
-                    }
-                    _ => acc.value,
-                };
-                out.set(gi, i, v)?;
+                out.set(gi, i, result(op, acc, param.map(|p| p[i])))?;
             }
         }
         Ok(out.finish())
@@ -303,4 +296,57 @@ pub fn valid_label_name(s: &str) -> bool {
     let mut c = s.chars();
     matches!(c.next(), Some(x) if x == '_' || x.is_ascii_alphabetic())
         && c.all(|x| x == '_' || x.is_ascii_alphanumeric())
+}
+
+/// Adds value `v` to a group's state at one step, with Prometheus 2's arithmetic for `op`.
+fn accumulate(op: u16, acc: &mut Acc, v: f64) {
+    if acc.count == 0 {
+        *acc = Acc { value: v, mean: v, count: 1, heap: std::mem::take(&mut acc.heap) };
+        match op {
+            T_STDDEV | T_STDVAR => acc.value = 0.0,
+            T_GROUP => acc.value = 1.0,
+            T_QUANTILE => acc.heap.push((v, 0)),
+            _ => {}
+        }
+        return;
+    }
+    acc.count += 1;
+    let n = acc.count as f64;
+    match op {
+        T_SUM => acc.value += v,
+        T_AVG => {
+            // Prometheus keeps an infinite mean rather than turning it into NaN.
+            if acc.mean.is_infinite()
+                && ((v.is_infinite() && (acc.mean > 0.0) == (v > 0.0)) || (!v.is_infinite() && !v.is_nan()))
+            {
+                return;
+            }
+            acc.mean += v / n - acc.mean / n;
+        }
+        T_MAX if acc.value < v || acc.value.is_nan() => acc.value = v,
+        T_MIN if acc.value > v || acc.value.is_nan() => acc.value = v,
+        T_STDDEV | T_STDVAR => {
+            let delta = v - acc.mean;
+            acc.mean += delta / n;
+            acc.value += delta * (v - acc.mean);
+        }
+        T_QUANTILE => acc.heap.push((v, 0)),
+        _ => {}
+    }
+}
+
+/// A group's value at one step once every member is added (`count > 0`); `param` is `quantile`'s.
+fn result(op: u16, acc: &Acc, param: Option<f64>) -> f64 {
+    let n = acc.count as f64;
+    match op {
+        T_AVG => acc.mean,
+        T_COUNT => n,
+        T_STDVAR => acc.value / n,
+        T_STDDEV => (acc.value / n).sqrt(),
+        T_QUANTILE => {
+            let mut vals: Vec<f64> = acc.heap.iter().map(|x| x.0).collect();
+            quantile(param.unwrap_or(f64::NAN), &mut vals)
+        }
+        _ => acc.value,
+    }
 }

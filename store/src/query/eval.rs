@@ -198,10 +198,27 @@ impl<'a> Ev<'a> {
     /// An instant selector at every step; with `timestamps`, the value is the sample's time in
     /// seconds (what `timestamp()` of a selector returns).
     pub fn selector(&self, vs: &VectorSelector, timestamps: bool) -> Result<Vec<Row>, QueryError> {
+        let mut rows = Vec::new();
+        self.selector_windows(vs, timestamps, usize::MAX, |w| {
+            rows.extend(w);
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
+    /// [`Ev::selector`]'s rows handed to `sink` a window of at most `window` series at a time, in
+    /// label order: what lets an aggregation fold a fleet's series without holding all their rows.
+    pub fn selector_windows(
+        &self,
+        vs: &VectorSelector,
+        timestamps: bool,
+        window: usize,
+        sink: impl FnMut(Vec<Row>) -> Result<(), QueryError>,
+    ) -> Result<(), QueryError> {
         let ms = matchers_of(vs).map_err(QueryError::BadData)?;
         let times = self.read_times(&vs.at, &vs.offset);
         let loaded = AtomicUsize::new(0);
-        self.db.select_map(&ms, times[0] - LOOKBACK_MS, times[self.n - 1], |labels, samples| {
+        let row = |labels: &Arc<Labels>, samples: &[Sample]| {
             self.count_loaded(&loaded, samples.len())?;
             self.check_time()?;
             let mut vals = Vec::with_capacity(self.n);
@@ -214,7 +231,8 @@ impl<'a> Ev<'a> {
                 vals.push(visible(samples, end, te).map(|x| if timestamps { x.t as f64 / 1000.0 } else { x.v }));
             }
             Ok(vals.iter().any(Option::is_some).then(|| Row { labels: labels.clone(), vals }))
-        })
+        };
+        self.db.select_chunks(&ms, times[0] - LOOKBACK_MS, times[self.n - 1], window, row, sink)
     }
 
     /// A plain instant selector over every step, as a range query answers it: for each series the

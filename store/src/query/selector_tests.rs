@@ -156,3 +156,43 @@ fn the_chunk_cache_answers_repeated_reads_with_the_same_samples() {
     assert_eq!(read(&uncached), first, "the same answer without the cache");
     assert_eq!(uncached.metrics().chunk_cache.hits.get() + uncached.metrics().chunk_cache.misses.get(), 0);
 }
+
+/// Aggregations into one group over a selector are folded a window of series at a time
+/// (`Ev::fold_selector`); they give the same bits as the general fold over the whole matrix (reached
+/// here through `x + 0`, which is not a plain selector), over more series than one window, several
+/// blocks and the head, with values of every magnitude so that a change in the order of addition
+/// would show.
+#[test]
+fn one_group_aggregations_folded_by_window_match_the_general_fold() {
+    let d = tempfile::tempdir().unwrap();
+    let db = open(d.path(), None);
+    let mut rng = Rng(11);
+    let n = super::aggregate::FOLD_WINDOW * 2 + 300;
+    let all: Vec<(Labels, Vec<Sample>)> = (0..n)
+        .map(|i| {
+            let scale = [1e-9, 1.0, 1e6, 1e15][i % 4];
+            let samples = (0..40)
+                .filter(|k| (k + i) % 7 != 0)
+                .map(|k| Sample::new(T0 + k as i64 * 60_000 + (i % 5) as i64, (rng.below(1000) as f64 - 500.0) * scale))
+                .collect();
+            (Labels::from_pairs([("__name__", "w".to_string()), ("i", format!("{i:05}"))]), samples)
+        })
+        .collect();
+    let half: Vec<(Labels, Vec<Sample>)> =
+        all.iter().map(|(l, s)| (l.clone(), s.iter().filter(|x| x.t < T0 + 20 * 60_000).copied().collect())).collect();
+    db.write_series(&half).expect("write");
+    db.flush().expect("flush");
+    let rest: Vec<(Labels, Vec<Sample>)> =
+        all.iter().map(|(l, s)| (l.clone(), s.iter().filter(|x| x.t >= T0 + 20 * 60_000).copied().collect())).collect();
+    db.write_series(&rest).expect("write");
+    let limits = QueryLimits::default();
+    for op in ["sum", "avg", "count", "min", "max", "group", "stddev", "stdvar"] {
+        let q = |e: &str| matrix(super::range(&db, e, T0, T0 + 45 * 60_000, 30_000, &limits).expect(e));
+        let streamed = q(&format!("{op}(w)"));
+        assert_eq!(streamed, q(&format!("{op}(w + 0)")), "{op}");
+        assert_eq!(streamed, q(&format!("{op} by () ((w))")), "{op} by ()");
+        assert_eq!(streamed.len(), 1, "{op}");
+        assert!(streamed[0].1.len() > 80, "{op}: a value at most steps");
+    }
+    assert!(matrix(super::range(&db, "sum(nothing)", T0, T0 + 60_000, 30_000, &limits).unwrap()).is_empty());
+}
