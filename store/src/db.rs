@@ -152,9 +152,7 @@ impl Db {
     /// Label sets of the series selected by the matchers with samples in [mint, maxt], sorted.
     pub fn series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<Arc<Labels>>, DbError> {
         let mut set: BTreeSet<Arc<Labels>> = BTreeSet::new();
-        let blocks: Vec<Arc<Block>> =
-            self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect();
-        for b in &blocks {
+        for b in self.blocks_in(mint, maxt) {
             set.extend(b.select_labels(matchers, mint, maxt)?.into_iter().map(Arc::new));
         }
         let head = self.shared.head.read();
@@ -197,7 +195,9 @@ impl Db {
         Ok(values.into_iter().collect())
     }
 
-    fn blocks_in(&self, mint: i64, maxt: i64) -> Vec<Arc<Block>> {
+    /// The blocks overlapping [mint, maxt], taken out of the blocks' lock so that reading them holds
+    /// up no flush.
+    pub(crate) fn blocks_in(&self, mint: i64, maxt: i64) -> Vec<Arc<Block>> {
         self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect()
     }
 

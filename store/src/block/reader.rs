@@ -346,23 +346,32 @@ impl Index {
         Ok((r.u32_le()?, r.u32_le()?, r.u64_le()?))
     }
 
-    /// The pairs of label `name`, as a range of the pairs table.
-    fn find_name(&self, name: &str) -> Result<Option<std::ops::Range<u32>>, DecodeError> {
-        let (mut lo, mut hi) = (0, self.toc.nnames);
+    /// The entry among `range` of a table sorted by symbol whose symbol (`key(i)`) is `want`.
+    fn search(
+        &self,
+        range: std::ops::Range<u32>,
+        want: &str,
+        key: impl Fn(u32) -> Result<u32, DecodeError>,
+    ) -> Result<Option<u32>, DecodeError> {
+        let (mut lo, mut hi) = (range.start, range.end);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let (sym, first, n) = self.name(mid)?;
-            match self.sym(u64::from(sym))?.cmp(name) {
+            match self.sym(u64::from(key(mid)?))?.cmp(want) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => {
-                    let end = first.checked_add(n).filter(|e| *e <= self.toc.npairs);
-                    let end = end.ok_or(DecodeError { what: "name's pairs out of range", offset: self.toc.names })?;
-                    return Ok(Some(first..end));
-                }
+                std::cmp::Ordering::Equal => return Ok(Some(mid)),
             }
         }
         Ok(None)
+    }
+
+    /// The pairs of label `name`, as a range of the pairs table.
+    fn find_name(&self, name: &str) -> Result<Option<std::ops::Range<u32>>, DecodeError> {
+        let Some(i) = self.search(0..self.toc.nnames, name, |i| Ok(self.name(i)?.0))? else { return Ok(None) };
+        let (_, first, n) = self.name(i)?;
+        let end = first.checked_add(n).filter(|e| *e <= self.toc.npairs);
+        let end = end.ok_or(DecodeError { what: "name's pairs out of range", offset: self.toc.names })?;
+        Ok(Some(first..end))
     }
 
     /// Appends pair `i`'s series ids to `out`.
@@ -383,17 +392,8 @@ impl Index {
         let mut out = Vec::new();
         if m.op == MatchOp::Equal && want {
             // Values are sorted within their name: a binary search finds the one list.
-            let (mut lo, mut hi) = (range.start, range.end);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                match self.sym(u64::from(self.pair(mid)?.0))?.cmp(m.value.as_str()) {
-                    std::cmp::Ordering::Less => lo = mid + 1,
-                    std::cmp::Ordering::Greater => hi = mid,
-                    std::cmp::Ordering::Equal => {
-                        self.list(mid, &mut out)?;
-                        break;
-                    }
-                }
+            if let Some(i) = self.search(range, &m.value, |i| Ok(self.pair(i)?.0))? {
+                self.list(i, &mut out)?;
             }
             return Ok(out);
         }

@@ -24,6 +24,11 @@ fn series(name: &str, host: &str, n: i64) -> (std::sync::Arc<Labels>, Vec<Sample
     (l, (0..n).map(|i| Sample::new(1_000 + i * 10_000, i as f64 * 0.5)).collect())
 }
 
+/// Block `id` in `dir` holding `m{host="a"}` with `n` samples and no events; its path.
+fn one_series_block(dir: &std::path::Path, encoding: Encoding, id: u64, n: i64) -> std::path::PathBuf {
+    write_block(dir, encoding, Lineage::fresh(id), vec![series("m", "a", n)], Vec::new()).unwrap().unwrap().0
+}
+
 #[test]
 fn write_open_select_round_trip() {
     let d = tempfile::tempdir().unwrap();
@@ -59,15 +64,7 @@ fn write_open_select_round_trip() {
 #[test]
 fn corrupt_index_is_reported_not_panicking() {
     let d = tempfile::tempdir().unwrap();
-    let (path, _) = write_block(
-        d.path(),
-        Encoding::Gorilla,
-        Lineage { id: 1, seq: 1, level: 0, sources: Vec::new() },
-        vec![series("m", "a", 10)],
-        Vec::new(),
-    )
-    .unwrap()
-    .unwrap();
+    let path = one_series_block(d.path(), Encoding::Gorilla, 1, 10);
     let idx = path.join("index");
     let mut data = std::fs::read(&idx).unwrap();
     let n = data.len();
@@ -80,9 +77,7 @@ fn corrupt_index_is_reported_not_panicking() {
 #[test]
 fn flipped_chunk_byte_fails_its_checksum() {
     let d = tempfile::tempdir().unwrap();
-    let lineage = Lineage { id: 1, seq: 1, level: 0, sources: Vec::new() };
-    let (path, _) =
-        write_block(d.path(), Encoding::Pco, lineage, vec![series("m", "a", 100)], Vec::new()).unwrap().unwrap();
+    let path = one_series_block(d.path(), Encoding::Pco, 1, 100);
     let chunks = path.join("chunks");
     let mut data = std::fs::read(&chunks).unwrap();
     let n = data.len();
@@ -179,9 +174,7 @@ fn mapped_postings_select_what_the_matchers_select() {
 #[test]
 fn a_version_1_index_is_rewritten_at_open() {
     let d = tempfile::tempdir().unwrap();
-    let lineage = Lineage::fresh(3);
-    let (path, _) =
-        write_block(d.path(), Encoding::Gorilla, lineage, vec![series("m", "a", 2)], vec![]).unwrap().unwrap();
+    let path = one_series_block(d.path(), Encoding::Gorilla, 3, 2);
     // The golden version 1 index of this very block (its chunks file is unchanged between versions).
     let v1 = "415247490100000004085f5f6e616d655f5f016104686f7374016d01020003020101d00f904e08119d64e2a06582d479";
     let bytes: Vec<u8> = (0..v1.len()).step_by(2).map(|i| u8::from_str_radix(&v1[i..i + 2], 16).unwrap()).collect();
@@ -200,9 +193,7 @@ fn a_version_1_index_is_rewritten_at_open() {
 #[test]
 fn a_damaged_table_of_contents_or_record_is_an_error() {
     let d = tempfile::tempdir().unwrap();
-    let lineage = Lineage::fresh(1);
-    let (path, _) =
-        write_block(d.path(), Encoding::Gorilla, lineage, vec![series("m", "a", 3)], vec![]).unwrap().unwrap();
+    let path = one_series_block(d.path(), Encoding::Gorilla, 1, 3);
     let idx = path.join("index");
     let good = std::fs::read(&idx).unwrap();
     let rewrite = |f: &dyn Fn(&mut Vec<u8>)| {

@@ -48,13 +48,6 @@ fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64
     let blocks_dir = shared.opts.data_dir.join("blocks");
     // One writer per block range the frozen samples touch; samples go in as slices, never copied.
     let mut windows: BTreeMap<i64, BlockWriter> = BTreeMap::new();
-    let writer = |windows: &mut BTreeMap<i64, BlockWriter>, w: i64| -> Result<(), DbError> {
-        if let Entry::Vacant(e) = windows.entry(w) {
-            let id = shared.next_id();
-            e.insert(BlockWriter::new(&blocks_dir, shared.opts.encoding, Lineage::fresh(id))?);
-        }
-        Ok(())
-    };
     for (labels, data) in &frozen.series {
         // One series decoded at a time: the writer encodes it into its block's file at once.
         let samples = frozen.samples(data)?;
@@ -62,19 +55,12 @@ fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64
         while start < samples.len() {
             let w = samples[start].t.div_euclid(range) * range;
             let end = start + samples[start..].partition_point(|s| s.t < w + range);
-            writer(&mut windows, w)?;
-            if let Some(b) = windows.get_mut(&w) {
-                b.add_series(labels.clone(), &samples[start..end])?;
-            }
+            window(shared, &blocks_dir, &mut windows, w)?.add_series(labels.clone(), &samples[start..end])?;
             start = end;
         }
     }
     for e in &frozen.events {
-        let w = e.t.div_euclid(range) * range;
-        writer(&mut windows, w)?;
-        if let Some(b) = windows.get_mut(&w) {
-            b.add_events([e.clone()]);
-        }
+        window(shared, &blocks_dir, &mut windows, e.t.div_euclid(range) * range)?.add_events([e.clone()]);
     }
     let mut new_blocks = Vec::new();
     for (_, w) in windows {
@@ -94,6 +80,21 @@ fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64
     shared.update_gauges();
     tracing::info!(blocks = n, samples = frozen.sample_count(), wal_segments_removed = removed, "Flushed head");
     Ok(())
+}
+
+/// The writer of the level-0 block for the block range starting at `w`, started on first use.
+fn window<'a>(
+    shared: &Shared,
+    blocks_dir: &std::path::Path,
+    windows: &'a mut BTreeMap<i64, BlockWriter>,
+    w: i64,
+) -> Result<&'a mut BlockWriter, DbError> {
+    Ok(match windows.entry(w) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(e) => {
+            e.insert(BlockWriter::new(blocks_dir, shared.opts.encoding, Lineage::fresh(shared.next_id()))?)
+        }
+    })
 }
 
 /// Merges blocks that share an aligned compaction window, level by level, when they overlap in time

@@ -80,8 +80,7 @@ impl Db {
         F: Fn(&Arc<Labels>, &[Sample]) -> Result<Option<T>, E> + Sync,
         S: FnMut(Vec<T>) -> Result<(), E>,
     {
-        let blocks: Vec<Arc<Block>> =
-            self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect();
+        let blocks = self.blocks_in(mint, maxt);
         // The head's chunks are copied out under its lock (their places, not their samples) and
         // decoded a series at a time after it is let go, so that a large read does not hold up writes.
         let mem: Vec<Snapshot> = {
