@@ -188,6 +188,20 @@ impl OpenChunk {
     }
 }
 
+/// A chunk's first timestamp without decoding it (a Gorilla chunk holds it right after its header;
+/// other encodings are decoded); `None` for a chunk of no samples.
+pub fn first_time(data: &[u8]) -> Result<Option<i64>, ChunkError> {
+    let enc = encoding_of(data)?;
+    let (n, len) = varint::uvarint(&data[1..])?;
+    if n == 0 {
+        return Ok(None);
+    }
+    match enc {
+        Encoding::Gorilla => Ok(Some(varint::unzigzag(varint::uvarint(&data[1 + len..])?.0))),
+        Encoding::Pco => Ok(decode(data)?.0.first().copied()),
+    }
+}
+
 /// The encoding of a chunk, read from its first byte.
 pub fn encoding_of(data: &[u8]) -> Result<Encoding, ChunkError> {
     let &tag = data.first().ok_or(ChunkError::Truncated)?;

@@ -409,7 +409,7 @@ impl Head {
         idle || !self.buried.is_empty()
     }
 
-    /// Bytes of sealed chunks in the current chunk file.
+    /// Size of the current chunk file (sealed chunks and the room reserved for the next).
     pub fn chunk_file_bytes(&self) -> u64 {
         self.file.len()
     }

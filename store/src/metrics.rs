@@ -50,7 +50,7 @@ impl Metrics {
         r.register("head_bytes", "Approximate bytes held by the head", self.head_bytes.clone());
         r.register(
             "head_chunk_file_bytes",
-            "Bytes of sealed head chunks in the head's current chunk file",
+            "Size of the head's current chunk file: sealed chunks and the room reserved for the next ones",
             self.head_chunk_file_bytes.clone(),
         );
         r.register(

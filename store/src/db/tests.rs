@@ -247,7 +247,7 @@ fn write_series_until(db: &Db, bytes: usize) {
 }
 
 #[test]
-fn an_early_flush_happens_only_when_samples_not_series_fill_the_head() {
+fn an_early_flush_happens_only_when_data_not_series_fill_the_head() {
     let d = tempfile::tempdir().unwrap();
     let mut o = opts(d.path());
     o.memory_limit = 8 << 20;
@@ -258,18 +258,26 @@ fn an_early_flush_happens_only_when_samples_not_series_fill_the_head() {
     db.maintain().unwrap();
     assert_eq!(blocks(&db), 0, "a flush would free nothing but samples it hardly holds");
     assert!(!db.shared.early_flush_due(&db.shared.head.read()));
-    // Samples past a quarter of the share: a flush gives them back.
+    // Data past a quarter of the share: a storm of log events (sealed samples live in the chunk file,
+    // so samples hardly fill the head any more; events and open chunks do). A flush gives it back.
     let t = now_ms() - 3600 * 1000;
     let mut step = 0;
     while db.head_bytes() - db.shared.head.read().label_bytes() < share / 4 {
-        let body: String =
-            (0..2000).map(|k| format!("deep,gpu={} v={} {}\n", k % 20, k * step, t + step * 2000 + k)).collect();
+        let body: String = (0..200)
+            .map(|k| {
+                format!(
+                    "xid,gpu={} message=\"NVRM: Xid 79, GPU has fallen off the bus ({step}/{k})\" {}\n",
+                    k % 20,
+                    t + step * 200 + k
+                )
+            })
+            .collect();
         write(&db, &body).map_err(|e| e.to_string().chars().take(300).collect::<String>()).unwrap();
         step += 1;
     }
     db.maintain().unwrap();
-    // One block per aligned block range the samples span (an hour ago and a minute ago may straddle one).
-    assert!(blocks(&db) >= 1, "the samples were cut into blocks");
+    // One block per aligned block range the events span (an hour ago and a minute ago may straddle one).
+    assert!(blocks(&db) >= 1, "the events were cut into blocks");
     assert!(db.head_bytes() < share / 2, "{} bytes left in the head", db.head_bytes());
 }
 

@@ -1,8 +1,14 @@
 //! A head series' samples as compressed chunks: one open Gorilla chunk taking new samples, and the
-//! sealed chunks before it, written to the head's chunk file so that only their start time and place
-//! stay in memory (16 bytes for some 30-120 samples). Prometheus keeps its head the same way
+//! sealed chunks before it, written to the head's chunk file. Prometheus keeps its head the same way
 //! (`chunks_head`); here the file is only a place to park bytes, never read at startup: the WAL
 //! rebuilds the head, so the file is deleted on open (docs/format/head-chunks.md).
+//!
+//! A series' sealed chunks go into *runs*: room in the file reserved for several of its chunks in a
+//! row (1, 2, 4, then 8 chunks' worth as the series keeps sealing), so that memory holds one start
+//! time and place (16 bytes) per run, not per chunk. A noisy series seals a chunk every 15 samples or
+//! so; at 500,000 series every 10 s, a place per chunk grew the head by 80 KiB/s until the flush
+//! (bench/RESULTS.md, "head chunk runs"). The price is the unfilled end of each series' last run,
+//! left as a hole in the file.
 
 use crate::chunk::{self, ChunkError, OpenChunk};
 use argus_model::Sample;
@@ -20,9 +26,14 @@ pub const OPEN_BYTES: usize = 160;
 const MAX_SAMPLE_BYTES: usize = 19;
 /// At most this many samples in one chunk, as in Prometheus' head.
 pub const MAX_CHUNK_SAMPLES: usize = 120;
-/// Bits of a sealed chunk's place that hold its length; the rest hold its offset (16 TiB).
+/// Bits of a run's place that hold its length; the rest hold its offset (16 TiB).
 const LEN_BITS: u32 = 20;
 const MAX_SEALED_LEN: usize = (1 << LEN_BITS) - 1;
+/// Room for one chunk in a run: an open chunk's buffer, its header and trailing bits, and its length
+/// prefix.
+const SLOT_BYTES: usize = OPEN_BYTES + 8;
+/// A run holds at most this many chunks' worth.
+const MAX_RUN_SLOTS: usize = 8;
 
 /// Why a head series could not be read or rewritten.
 #[derive(Debug, thiserror::Error)]
@@ -36,10 +47,11 @@ pub enum ChunkReadError {
 }
 
 /// Where sealed head chunks go: a file in the head directory, or memory (a head without a directory,
-/// as in tests). Bytes are only ever appended, so a reader holding a chunk's place can read it
+/// as in tests). Bytes once written never change, so a reader holding a run's place can read it
 /// after the head has moved on; the file is deleted when the last holder drops it.
 pub struct ChunkFile {
     backing: Backing,
+    /// Bytes reserved: the end of the last run.
     len: AtomicU64,
     /// Appends refused (a full disk).
     failures: AtomicU64,
@@ -69,7 +81,7 @@ impl ChunkFile {
         }
     }
 
-    /// Bytes written.
+    /// Bytes reserved for runs (written, or kept for the runs' next chunks).
     pub fn len(&self) -> u64 {
         self.len.load(Ordering::Relaxed)
     }
@@ -91,16 +103,40 @@ impl ChunkFile {
         }
     }
 
-    /// Appends `bytes` and returns their offset. Appends come from one writer at a time (under the
-    /// head's write lock); on an error nothing counts as written and the next append reuses the space.
-    fn append(&self, bytes: &[u8]) -> io::Result<u64> {
-        let off = self.len();
-        match &self.backing {
-            Backing::Disk { file, .. } => file.write_all_at(bytes, off)?,
-            Backing::Mem(m) => m.write().extend_from_slice(bytes),
+    /// The room to reserve for a series' next run when it already has `runs`: doubling up to
+    /// [`MAX_RUN_SLOTS`] chunks on disk; none beyond the chunk itself in memory, where a reservation
+    /// would be memory held for nothing.
+    fn run_bytes(&self, runs: usize) -> usize {
+        match self.backing {
+            Backing::Disk { .. } => SLOT_BYTES * (1 << runs.min(MAX_RUN_SLOTS.trailing_zeros() as usize)),
+            Backing::Mem(_) => 0,
         }
-        self.len.store(off + bytes.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Starts a run of `room` bytes (at least `bytes.len()`) with `bytes` and returns its offset.
+    /// Writes come from one writer at a time (under the head's write lock); on an error nothing is
+    /// reserved and the next run reuses the space.
+    fn start_run(&self, bytes: &[u8], room: usize) -> io::Result<u64> {
+        let off = self.len();
+        self.write_at(bytes, off)?;
+        self.len.store(off + room.max(bytes.len()) as u64, Ordering::Relaxed);
         Ok(off)
+    }
+
+    /// Writes `bytes` at `off`, inside room already reserved (or at the end, for [`Self::start_run`]).
+    fn write_at(&self, bytes: &[u8], off: u64) -> io::Result<()> {
+        match &self.backing {
+            Backing::Disk { file, .. } => file.write_all_at(bytes, off),
+            Backing::Mem(m) => {
+                let mut m = m.write();
+                let off = usize::try_from(off).map_err(io::Error::other)?;
+                if m.len() < off + bytes.len() {
+                    m.resize(off + bytes.len(), 0);
+                }
+                m[off..off + bytes.len()].copy_from_slice(bytes);
+                Ok(())
+            }
+        }
     }
 
     fn read(&self, off: u64, len: usize, buf: &mut Vec<u8>) -> Result<(), ChunkReadError> {
@@ -140,7 +176,8 @@ impl Drop for ChunkFile {
     }
 }
 
-/// A sealed chunk: its first timestamp and its place in the chunk file (offset and length packed).
+/// A run of sealed chunks: its first timestamp and its place in the chunk file (offset and the length
+/// written so far, packed). The run holds its chunks back to back, each after its length as a uvarint.
 #[derive(Clone, Copy, Debug)]
 struct Sealed {
     mint: i64,
@@ -161,9 +198,12 @@ impl Sealed {
 /// sample the open chunk holds at least one (a chunk is sealed only when the next sample arrives).
 #[derive(Clone, Default)]
 pub struct SeriesChunks {
+    /// Runs, in time order.
     sealed: Vec<Sealed>,
     open: OpenChunk,
     count: u32,
+    /// Bytes left in the last run's reservation (0 when it takes no more, as after a rewrite).
+    room: u32,
 }
 
 /// What a change did to a series.
@@ -229,7 +269,11 @@ impl SeriesChunks {
             }
         };
         self.count -= (samples.len() - put.added) as u32;
-        self.sealed.truncate(from);
+        if from < self.sealed.len() {
+            // The runs from `from` on are rewritten; the room of the run before is unknown now.
+            self.sealed.truncate(from);
+            self.room = 0;
+        }
         self.open.clear();
         for s in samples {
             self.push(file, s.t, s.v);
@@ -255,20 +299,35 @@ impl SeriesChunks {
 
     fn seal(&mut self, file: &ChunkFile) {
         let Some((mint, _)) = self.open.time_range() else { return };
-        let mut buf = Vec::with_capacity(self.open.byte_len() + 8);
-        self.open.seal(&mut buf);
-        if buf.len() > MAX_SEALED_LEN {
-            return;
-        }
-        match file.append(&buf) {
-            Ok(off) => {
-                if self.sealed.len() == self.sealed.capacity() {
-                    // Grow by half, not double from four: with a million series sealing their first
-                    // chunk at once, Vec's first allocation of four references was 48 idle bytes
-                    // each (the soak's head grew 113 MiB in 25 minutes).
-                    self.sealed.reserve_exact((self.sealed.len() / 2).max(1));
-                }
-                self.sealed.push(Sealed { mint, place: (off << LEN_BITS) | buf.len() as u64 });
+        let mut chunk = Vec::with_capacity(self.open.byte_len() + 8);
+        self.open.seal(&mut chunk);
+        let mut record = Vec::with_capacity(chunk.len() + 3);
+        crate::bytes::put_uvarint(&mut record, chunk.len() as u64);
+        record.extend_from_slice(&chunk);
+        let written = match self.sealed.last_mut() {
+            Some(run) if record.len() <= self.room as usize => {
+                file.write_at(&record, run.offset() + run.len() as u64).map(|()| {
+                    run.place += record.len() as u64;
+                    self.room -= record.len() as u32;
+                })
+            }
+            _ if record.len() > MAX_SEALED_LEN => return,
+            _ => {
+                let room = file.run_bytes(self.sealed.len()).max(record.len());
+                file.start_run(&record, room).map(|off| {
+                    if self.sealed.len() == self.sealed.capacity() {
+                        // Grow by half, not double from four: with a million series sealing their
+                        // first chunk at once, Vec's first allocation of four references was 48 idle
+                        // bytes each (the soak's head grew 113 MiB in 25 minutes).
+                        self.sealed.reserve_exact((self.sealed.len() / 2).max(1));
+                    }
+                    self.sealed.push(Sealed { mint, place: (off << LEN_BITS) | record.len() as u64 });
+                    self.room = (room - record.len()) as u32;
+                })
+            }
+        };
+        match written {
+            Ok(()) => {
                 if self.open.heap_bytes() > OPEN_BYTES {
                     // Grown while the file refused writes: give the memory back.
                     self.open = OpenChunk::with_capacity(OPEN_BYTES);
@@ -286,19 +345,19 @@ impl SeriesChunks {
         }
     }
 
-    /// Appends every sample from sealed chunk `from` on (and the open chunk) to `out`.
+    /// Appends every sample from run `from` on (and the open chunk) to `out`.
     fn decode_from(&self, file: &ChunkFile, from: usize, out: &mut Vec<Sample>) -> Result<(), ChunkReadError> {
         let start = self.sealed.get(from).map(|c| c.mint).or(self.open.time_range().map(|(f, _)| f));
         self.read(file, start.unwrap_or(i64::MIN), i64::MAX, out)
     }
 
-    /// The sealed chunks that may hold samples in [mint, maxt]: each runs up to the next one's start, the
-    /// last up to the open chunk's first sample.
-    fn sealed_in(&self, mint: i64, maxt: i64) -> impl Iterator<Item = Sealed> + '_ {
+    /// The runs that may hold samples in [mint, maxt], each with the time it ends before: the next
+    /// run's start, for the last the open chunk's first sample.
+    fn sealed_in(&self, mint: i64, maxt: i64) -> impl Iterator<Item = (Sealed, i64)> + '_ {
         let open_first = self.open.time_range().map_or(i64::MAX, |(f, _)| f);
         self.sealed.iter().enumerate().filter_map(move |(j, c)| {
             let upper = self.sealed.get(j + 1).map_or(open_first, |n| n.mint);
-            (c.mint <= maxt && upper > mint).then_some(*c)
+            (c.mint <= maxt && upper > mint).then_some((*c, upper))
         })
     }
 
@@ -312,9 +371,9 @@ impl SeriesChunks {
         if self.open.is_empty() {
             return SeriesChunks::default();
         }
-        let sealed = self.sealed_in(mint, maxt).collect();
+        let sealed = self.sealed_in(mint, maxt).map(|(c, _)| c).collect();
         let open = if self.open_in(mint, maxt) { self.open.clone() } else { OpenChunk::default() };
-        SeriesChunks { sealed, open, count: 0 }
+        SeriesChunks { sealed, open, count: 0, room: 0 }
     }
 
     /// Whether any sample lies in [mint, maxt]. Chunks' first times and the last sample answer most
@@ -338,8 +397,8 @@ impl SeriesChunks {
     /// Appends the samples in [mint, maxt] to `out`, in time order.
     pub fn read(&self, file: &ChunkFile, mint: i64, maxt: i64, out: &mut Vec<Sample>) -> Result<(), ChunkReadError> {
         let mut scratch = Scratch::default();
-        for c in self.sealed_in(mint, maxt) {
-            scratch.sealed(file, c)?;
+        for (c, upper) in self.sealed_in(mint, maxt) {
+            scratch.run(file, c, upper, mint, maxt)?;
             out.extend(scratch.samples().filter(|s| s.t >= mint && s.t <= maxt));
         }
         if self.open_in(mint, maxt) {
@@ -354,20 +413,45 @@ impl SeriesChunks {
 #[derive(Default)]
 struct Scratch {
     bytes: Vec<u8>,
+    /// The chunks of the run in `bytes`: (start, end, first timestamp).
+    chunks: Vec<(usize, usize, i64)>,
     ts: Vec<i64>,
     vals: Vec<f64>,
 }
 
 impl Scratch {
-    fn sealed(&mut self, file: &ChunkFile, c: Sealed) -> Result<(), ChunkReadError> {
+    /// Decodes the chunks of run `c` (which ends before `upper`) that may hold samples in [mint, maxt].
+    fn run(&mut self, file: &ChunkFile, c: Sealed, upper: i64, mint: i64, maxt: i64) -> Result<(), ChunkReadError> {
         file.read(c.offset(), c.len(), &mut self.bytes)?;
         self.ts.clear();
         self.vals.clear();
-        chunk::decode_into(&self.bytes, &mut self.ts, &mut self.vals).map_err(|source| ChunkReadError::Corrupt {
+        self.chunks.clear();
+        let corrupt = |at: usize, source: ChunkError| ChunkReadError::Corrupt {
             path: file.path().to_path_buf(),
-            offset: c.offset(),
+            offset: c.offset() + at as u64,
             source,
-        })?;
+        };
+        let mut r = crate::bytes::Reader::new(&self.bytes);
+        while !r.is_empty() {
+            let at = r.pos();
+            let len = r.uvarint().map_err(|_| corrupt(at, ChunkError::Truncated))?;
+            let start = r.pos();
+            let chunk = usize::try_from(len)
+                .ok()
+                .and_then(|len| r.bytes(len).ok())
+                .ok_or_else(|| corrupt(at, ChunkError::Truncated))?;
+            let first = chunk::first_time(chunk)
+                .map_err(|e| corrupt(start, e))?
+                .ok_or_else(|| corrupt(start, ChunkError::Corrupt("empty chunk in a run")))?;
+            self.chunks.push((start, r.pos(), first));
+        }
+        for (i, &(start, end, first)) in self.chunks.iter().enumerate() {
+            let next = self.chunks.get(i + 1).map_or(upper, |c| c.2);
+            if first <= maxt && next > mint {
+                chunk::decode_into(&self.bytes[start..end], &mut self.ts, &mut self.vals)
+                    .map_err(|e| corrupt(start, e))?;
+            }
+        }
         Ok(())
     }
 
@@ -415,6 +499,71 @@ mod tests {
         assert!(!s.any_in(&f, 1_234_567, 1_239_999), "no sample between two 10 s steps");
         // The open chunk's buffer never grew past its reservation.
         assert_eq!(s.open.heap_bytes(), OPEN_BYTES);
+    }
+
+    #[test]
+    fn on_disk_chunks_share_runs_and_a_reader_sees_its_run_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = ChunkFile::create(&dir.path().join("chunks")).unwrap();
+        let mut s = SeriesChunks::default();
+        let noisy = |i: i64| (i as f64 * 0.37).sin() * 1e3;
+        let mut want: Vec<(i64, f64)> = Vec::new();
+        for i in 0..1000 {
+            let (t, v) = (i * 10_000, noisy(i));
+            s.put(&f, t, v).unwrap();
+            want.push((t, v));
+        }
+        // About 15 noisy samples a chunk: some 65 chunks in runs of 1, 2, 4, then 8.
+        let chunks = 1000 / 16;
+        assert!(s.sealed.len() <= 3 + chunks / MAX_RUN_SLOTS + 1, "{} runs", s.sealed.len());
+        assert!(s.sealed.len() >= 3 + chunks / MAX_RUN_SLOTS / 2, "{} runs", s.sealed.len());
+        assert_eq!(all(&s, &f), want);
+        // Every range read, at chunk and run boundaries and inside them, gives exactly its samples.
+        for (mint, maxt) in [(0, 0), (5_000, 155_000), (1_234_567, 5_000_000), (9_000_000, 9_990_000), (-5, 10)] {
+            let mut got = Vec::new();
+            s.read(&f, mint, maxt, &mut got).unwrap();
+            let expect: Vec<(i64, f64)> = want.iter().copied().filter(|&(t, _)| (mint..=maxt).contains(&t)).collect();
+            assert_eq!(got.iter().map(|s| (s.t, s.v)).collect::<Vec<_>>(), expect, "[{mint}, {maxt}]");
+        }
+        // A reader's slice, then more chunks sealed into the same last run: the slice reads what it saw.
+        let seen = s.slice(i64::MIN, i64::MAX);
+        let room = s.room;
+        for i in 1000..1040 {
+            s.put(&f, i * 10_000, noisy(i)).unwrap();
+        }
+        assert!(s.room < room, "the next chunks went into the same run");
+        let mut got = Vec::new();
+        seen.read(&f, i64::MIN, i64::MAX, &mut got).unwrap();
+        assert_eq!(got.iter().map(|s| (s.t, s.v)).collect::<Vec<_>>(), want);
+        // A rewrite inside a run: the runs from it on are written anew, and the file holds everything.
+        s.put(&f, 4_321_000, 7.0).unwrap();
+        want.extend((1000..1040).map(|i| (i * 10_000, noisy(i))));
+        want.push((4_321_000, 7.0));
+        want.sort_by_key(|w| w.0);
+        for i in 1040..1100 {
+            s.put(&f, i * 10_000, noisy(i)).unwrap();
+            want.push((i * 10_000, noisy(i)));
+        }
+        assert_eq!(all(&s, &f), want);
+        assert_eq!(s.len(), want.len());
+    }
+
+    #[test]
+    fn a_damaged_run_is_an_error_that_names_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chunks");
+        let f = ChunkFile::create(&path).unwrap();
+        let mut s = SeriesChunks::default();
+        for i in 0..100 {
+            s.put(&f, i * 10_000, (i as f64 * 0.37).sin()).unwrap();
+        }
+        let run = s.sealed[1];
+        // A record length pointing past the run's end.
+        let file = File::options().write(true).open(&path).unwrap();
+        file.write_all_at(&[0xff, 0x7f], run.offset()).unwrap();
+        let err = s.read(&f, i64::MIN, i64::MAX, &mut Vec::new()).unwrap_err();
+        assert!(matches!(err, ChunkReadError::Corrupt { offset, .. } if offset == run.offset()), "{err}");
+        assert!(err.to_string().contains("chunks"), "{err}");
     }
 
     #[test]
