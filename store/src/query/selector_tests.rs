@@ -163,7 +163,7 @@ fn the_chunk_cache_answers_repeated_reads_with_the_same_samples() {
 /// blocks and the head, with values of every magnitude so that a change in the order of addition
 /// would show.
 #[test]
-fn one_group_aggregations_folded_by_window_match_the_general_fold() {
+fn aggregations_folded_by_window_match_the_general_fold() {
     let d = tempfile::tempdir().unwrap();
     let db = open(d.path(), None);
     let mut rng = Rng(11);
@@ -175,7 +175,8 @@ fn one_group_aggregations_folded_by_window_match_the_general_fold() {
                 .filter(|k| (k + i) % 7 != 0)
                 .map(|k| Sample::new(T0 + k as i64 * 60_000 + (i % 5) as i64, (rng.below(1000) as f64 - 500.0) * scale))
                 .collect();
-            (Labels::from_pairs([("__name__", "w".to_string()), ("i", format!("{i:05}"))]), samples)
+            let labels = [("__name__", "w".to_string()), ("g", format!("{}", i % 13)), ("i", format!("{i:05}"))];
+            (Labels::from_pairs(labels), samples)
         })
         .collect();
     let half: Vec<(Labels, Vec<Sample>)> =
@@ -193,6 +194,18 @@ fn one_group_aggregations_folded_by_window_match_the_general_fold() {
         assert_eq!(streamed, q(&format!("{op} by () ((w))")), "{op} by ()");
         assert_eq!(streamed.len(), 1, "{op}");
         assert!(streamed[0].1.len() > 80, "{op}: a value at most steps");
+        // 13 groups by `g` (or without `i`), one per series without `g` or by both, one by a label no
+        // series has.
+        for grouping in ["by (g)", "without (i)", "without (g)", "by (g, i)", "by (nothing)"] {
+            let streamed = q(&format!("{op} {grouping} (w)"));
+            assert_eq!(streamed, q(&format!("{op} {grouping} (w + 0)")), "{op} {grouping}");
+            let groups = match grouping {
+                "by (g)" | "without (i)" => 13,
+                "by (nothing)" => 1,
+                _ => n,
+            };
+            assert_eq!(streamed.len(), groups, "{op} {grouping}");
+        }
     }
     assert!(matrix(super::range(&db, "sum(nothing)", T0, T0 + 60_000, 30_000, &limits).unwrap()).is_empty());
 }
