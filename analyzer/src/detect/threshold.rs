@@ -83,8 +83,11 @@ pub struct Threshold {
     params: ThresholdParams,
     /// Points seen.
     n: u64,
-    /// Warm-up values, emptied once the season is settled.
-    buffer: Vec<f64>,
+    /// Warm-up values, emptied once the season is settled. Single precision: the buffer is most of a
+    /// warming detector's memory (2.5 KiB rather than 5 for the default 640 points, for every watched
+    /// series of a fleet at once), and period, profile and scale need nowhere near 24 bits (a value past
+    /// f32's range, ~3.4e38, leaves the series without a season).
+    buffer: Vec<f32>,
     level: f64,
     /// Empty when the series has no season.
     seasonal: Vec<f64>,
@@ -202,8 +205,13 @@ impl Threshold {
             // which made a watched fleet's memory climb for the first hours.
             if self.buffer.capacity() < self.params.warmup {
                 self.buffer.reserve_exact(self.params.warmup - self.buffer.len());
+                // And written through once, so the system commits its pages now: a fleet's detectors
+                // then take their warm-up memory as their series appear, instead of resident memory
+                // creeping up for the whole warm-up (107 minutes at a 10 s step; the soak in
+                // bench/RESULTS.md) and dropping when every season is settled. The peak is the same.
+                self.buffer.spare_capacity_mut().fill(std::mem::MaybeUninit::new(0.0));
             }
-            self.buffer.push(value);
+            self.buffer.push(value as f32);
             if self.n as usize == self.params.warmup {
                 self.settle_season();
             }
@@ -213,7 +221,7 @@ impl Threshold {
     /// Ends warm-up: finds the period and, when it explains enough, starts the seasonal profile from the
     /// per-phase medians of the buffer.
     fn settle_season(&mut self) {
-        let buffer = std::mem::take(&mut self.buffer);
+        let buffer: Vec<f64> = std::mem::take(&mut self.buffer).into_iter().map(f64::from).collect();
         let p = &self.params;
         let max_period = p.max_period.min(buffer.len() as u32 / 2);
         if max_period <= p.min_period || buffer.iter().any(|v| !v.is_finite()) {
