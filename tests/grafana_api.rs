@@ -283,3 +283,38 @@ fn allow(r: &Reply) -> String {
 fn form_enc(s: &str) -> String {
     enc(s).replace("%20", "+")
 }
+
+/// A fleet-sized panel (above 65,536 points the answer is sent in parts as it is written, each series'
+/// points let go once sent): the body is one whole, valid answer with every series and point, in label
+/// order, and the server answers the next request.
+#[test]
+fn a_fleet_sized_range_panel_arrives_whole() {
+    let srv = Server::start();
+    let end = aligned_now();
+    let (hosts, points) = (200, 400);
+    let lines: Vec<String> = (0..points)
+        .flat_map(|i| {
+            (0..hosts).map(move |h| format!("gpu,host=h{h:03} util={} {}", (h * 7 + i) % 101, end - i * STEP))
+        })
+        .collect();
+    let r = srv.write_ms(&lines.join("\n"));
+    assert_eq!(r.status, 204, "{}", r.body);
+    let start = end - (points - 1) * STEP;
+    let r =
+        srv.get(&format!("/api/v1/query_range?query=gpu_util&start={}&end={}&step=15", go_time(start), go_time(end)));
+    assert_eq!(r.header("content-length"), None, "sent in parts, its length unknown when it starts");
+    let got = server::matrix(&data(&r));
+    assert_eq!(got.len(), hosts as usize);
+    for (h, (labels, pts)) in got.iter().enumerate() {
+        assert_eq!(labels["host"], format!("h{h:03}"), "series in label order");
+        assert_eq!(pts.len(), points as usize, "h{h:03}");
+        let (t, v) = &pts[0];
+        assert_eq!((*t, v.as_str()), (start, format!("{}", (h as i64 * 7 + points - 1) % 101).as_str()));
+    }
+    still_answers(&srv, end);
+}
+
+fn still_answers(srv: &Server, at: i64) {
+    let d = srv.query("count(gpu_util)", at);
+    assert_eq!(d["result"][0]["value"][1], "200", "{d}");
+}

@@ -4,6 +4,7 @@
 use crate::query::Value;
 use argus_model::{Labels, Sample};
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// Go's `strconv.FormatFloat(v, 'f', -1, 64)`, as Prometheus formats sample values.
 pub fn format_value(v: f64, out: &mut String) {
@@ -247,27 +248,53 @@ fn values(samples: &[Sample], out: &mut Vec<u8>) {
     }
 }
 
+const MATRIX_HEAD: &[u8] = b"{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[";
+const MATRIX_TAIL: &[u8] = b"]}}";
+
+/// Series `i` of a matrix answer, with the comma before it for all but the first.
+fn matrix_series(i: usize, l: &Labels, samples: &[Sample], labels: &mut String, out: &mut Vec<u8>) {
+    if i > 0 {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"{\"metric\":");
+    labels.clear();
+    metric(l, labels);
+    out.extend_from_slice(labels.as_bytes());
+    out.extend_from_slice(b",\"values\":[");
+    values(samples, out);
+    out.extend_from_slice(b"]}");
+}
+
 /// [`query_result`] as bytes, what the query endpoints send: a matrix's points are written as bytes,
 /// so a 24 h answer is never checked for UTF-8 (it holds ASCII only, apart from label text).
 pub fn query_result_bytes(v: &Value) -> Vec<u8> {
     let Value::Matrix(m) = v else { return query_result_text(v).into_bytes() };
     let mut out = Vec::with_capacity(m.iter().map(|(_, s)| s.len() * 24 + 128).sum::<usize>() + 64);
-    out.extend_from_slice(b"{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+    out.extend_from_slice(MATRIX_HEAD);
     let mut labels = String::new();
     for (i, (l, samples)) in m.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"metric\":");
-        labels.clear();
-        metric(l, &mut labels);
-        out.extend_from_slice(labels.as_bytes());
-        out.extend_from_slice(b",\"values\":[");
-        values(samples, &mut out);
-        out.extend_from_slice(b"]}");
+        matrix_series(i, l, samples, &mut labels, &mut out);
     }
-    out.extend_from_slice(b"]}}");
+    out.extend_from_slice(MATRIX_TAIL);
     out
+}
+
+/// A matrix's whole success envelope, the same bytes as [`query_result_bytes`], handed to `emit` in
+/// parts of about `part` bytes as they fill; each series is let go once written. Stops early when
+/// `emit` returns false (the client has gone).
+pub fn matrix_parts(m: Vec<(Arc<Labels>, Vec<Sample>)>, part: usize, mut emit: impl FnMut(Vec<u8>) -> bool) {
+    let fresh = || Vec::with_capacity(part + part / 8);
+    let mut out = fresh();
+    out.extend_from_slice(MATRIX_HEAD);
+    let mut labels = String::new();
+    for (i, (l, samples)) in m.into_iter().enumerate() {
+        matrix_series(i, &l, &samples, &mut labels, &mut out);
+        if out.len() >= part && !emit(std::mem::replace(&mut out, fresh())) {
+            return;
+        }
+    }
+    out.extend_from_slice(MATRIX_TAIL);
+    emit(out);
 }
 
 /// The whole success envelope of a query result.
@@ -421,6 +448,41 @@ mod tests {
         want.push_str("]}]}}");
         assert_eq!(got, want);
         assert_eq!(query_result_bytes(&Value::Matrix(vec![(l, samples)])), want.into_bytes());
+    }
+
+    #[test]
+    fn a_matrix_sent_in_parts_is_the_same_bytes() {
+        let m: Vec<(Arc<Labels>, Vec<Sample>)> = (0..50)
+            .map(|i| {
+                let l = Arc::new(Labels::from_pairs([("host", format!("h{i}")), ("gpu", "0".to_string())]));
+                (l, (0..i * 7).map(|k| Sample::new(1_700_000_000_000 + k * 15_000, (k * i) as f64 / 3.0)).collect())
+            })
+            .collect();
+        let whole = query_result_bytes(&Value::Matrix(m.clone()));
+        for part in [1, 100, 4096, 1 << 20] {
+            let mut got = Vec::new();
+            let mut parts = 0;
+            matrix_parts(m.clone(), part, |p| {
+                got.extend_from_slice(&p);
+                parts += 1;
+                true
+            });
+            assert_eq!(got, whole, "parts of {part} bytes");
+            // A part ends after the series that filled it: one per series when parts are tiny, and
+            // every part but the last holds at least `part` bytes.
+            match part {
+                1 => assert_eq!(parts, 51),
+                p if p >= whole.len() => assert_eq!(parts, 1),
+                p => assert!(parts > 1 && parts <= whole.len() / p + 1, "{parts} parts of {p} bytes"),
+            }
+        }
+        // A client gone after the first part: nothing more is written.
+        let mut parts = 0;
+        matrix_parts(m, 100, |_| {
+            parts += 1;
+            false
+        });
+        assert_eq!(parts, 1);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `label/{name}/values`) and `/api/v1/events`, with Prometheus' response and error envelope.
 
 use super::State;
-use super::envelope::{TRUNCATED, bad, err, ok, ok_warn, query_error, value};
+use super::envelope::{TRUNCATED, bad, err, ok, ok_warn, query_error, value_owned};
 use super::openapi::{EventsAnswer, NamesAnswer, QUERY_TAG, QueryAnswer, QueryErrors, ReadErrors, SeriesAnswer};
 use super::params::{Params, parse_duration, parse_limit, parse_selector, parse_time, unescape_label_name};
 use crate::db::now_ms;
@@ -98,7 +98,7 @@ pub async fn instant(S(state): S<Arc<State>>, p: Params) -> Response {
         (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
     };
     blocking(move || match query::instant(&state.db, &query, t, &limits) {
-        Ok(v) => value(&v),
+        Ok(v) => value_owned(v),
         Err(e) => query_error(e),
     })
     .await
@@ -135,7 +135,7 @@ pub async fn range(S(state): S<Arc<State>>, p: Params) -> Response {
         return query_error(e);
     }
     blocking(move || match query::range(&state.db, &query, start, end, step, &limits) {
-        Ok(v) => value(&v),
+        Ok(v) => value_owned(v),
         Err(e) => query_error(e),
     })
     .await
