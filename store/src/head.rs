@@ -26,7 +26,8 @@ pub const SAMPLE_BYTES: usize = std::mem::size_of::<Sample>();
 /// Fixed overhead per series beyond its labels: the series slot, hash entry and postings entries.
 const SERIES_OVERHEAD: usize = 320;
 
-/// A series' labels and samples, as selections return them.
+/// A series' labels and samples, as the tests' whole-series selections return them.
+#[cfg(test)]
 pub type SeriesSamples = (Arc<Labels>, Vec<Sample>);
 
 pub struct MemSeries {
@@ -113,7 +114,9 @@ impl Snapshot {
         self.series[i].1.read(&self.file, mint, maxt, out)
     }
 
-    /// The series with their samples in [mint, maxt]; series with none there are left out.
+    /// The series with their samples in [mint, maxt]; series with none there are left out. (Reads go
+    /// a series at a time through [`Snapshot::read`]; this whole decode is the tests' view.)
+    #[cfg(test)]
     pub fn decode(self, mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, ChunkReadError> {
         let mut out = Vec::with_capacity(self.series.len());
         for (labels, data) in self.series {
@@ -464,7 +467,9 @@ impl Head {
         self.frozen_bytes = 0;
     }
 
-    /// Series selected by the matchers with their samples in [mint, maxt].
+    /// Series selected by the matchers with their samples in [mint, maxt] (the tests' view; reads go
+    /// through [`Head::snapshot`]).
+    #[cfg(test)]
     pub fn select(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<SeriesSamples>, ChunkReadError> {
         self.snapshot(matchers, mint, maxt).decode(mint, maxt)
     }
