@@ -65,8 +65,9 @@ impl Ev<'_> {
             (None, T_SUM | T_AVG | T_COUNT | T_MIN | T_MAX | T_GROUP | T_STDDEV | T_STDVAR) => None,
             _ => return Err(unsupported(&format!("{} aggregations", a.op))),
         };
-        if let Expr::VectorSelector(vs) = unparen(&a.expr)
-            && matches!(op, T_SUM | T_AVG | T_COUNT | T_MIN | T_MAX | T_GROUP | T_STDDEV | T_STDVAR)
+        // Every aggregation without a parameter (all but topk, bottomk and quantile) folds as it reads.
+        if param.is_none()
+            && let Expr::VectorSelector(vs) = unparen(&a.expr)
         {
             return self.fold_selector(op, &g, vs).map(Val::Vector);
         }
