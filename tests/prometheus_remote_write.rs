@@ -3,10 +3,14 @@
 //! Skipped with a message when `prometheus` is not installed (scripts/install-peers.sh installs it,
 //! and scripts/test.sh runs that first).
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+#[path = "support/raw_http.rs"]
+mod raw_http;
+
+use raw_http::http;
 
 struct Killed(Child);
 
@@ -22,13 +26,7 @@ fn free_port() -> u16 {
 }
 
 fn get(addr: &str, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let status = out.get(9..12)?.parse().ok()?;
-    Some((status, out.split_once("\r\n\r\n")?.1.to_string()))
+    http(addr, "GET", path, b"").ok()
 }
 
 fn wait_healthy(addr: &str, path: &str) {
