@@ -18,7 +18,8 @@ the default store settings: wal_sync "always", default memory limit) and, agains
   spans the run, or --storm-span) and POSTed to /api/v2/alerts at its rewritten times. alertd notifies a webhook receiver in this
   script, which counts what it gets.
 
-Every --sample-every seconds it reads the server's VmRSS (and its anonymous and file-backed parts) from /proc, the load average and the store's head gauges.
+Every --sample-every seconds it reads the server's VmRSS (and its anonymous and file-backed parts) from /proc, the load
+average, the store's head gauges and jemalloc's account (`argus_allocator_bytes`: allocated, active, metadata, resident).
 At the end it stops the server with SIGTERM (it flushes the head into blocks) and writes a JSON result: achieved
 rates, every non-2xx answer and client error by kind, ingest/query/alert latency percentiles, the RSS series and
 its growth after --warmup (largest sample after the warm-up against the sample at the warm-up).
@@ -588,9 +589,14 @@ def main(argv=None):
                  "hwm_kib": srv.status_kib("VmHWM"), "load": loadavg(), "cpu_s": srv.cpu_seconds(),
                  "head_series": m.get("argus_store_head_series"), "head_samples": m.get("argus_store_head_samples"),
                  "head_bytes": m.get("argus_store_head_bytes"), "blocks": m.get("argus_store_blocks"),
-                 "samples_ingested": m.get("argus_store_samples_ingested_total")}
+                 "samples_ingested": m.get("argus_store_samples_ingested_total"),
+                 **{f"alloc_{k}": m.get(f'argus_allocator_bytes{{kind="{k}"}}')
+                    for k in ("allocated", "active", "metadata", "resident")}}
             samples.append(s)
-            log(f"t={s['t_s']:6.0f}s rss {s['rss_kib'] / 1024:7.1f} MiB, head {s['head_series']} series "
+            alloc = s["alloc_allocated"]
+            log(f"t={s['t_s']:6.0f}s rss {s['rss_kib'] / 1024:7.1f} MiB"
+                + (f" (allocated {alloc / 2**20:.1f} MiB)" if alloc is not None else "")
+                + f", head {s['head_series']} series "
                 f"{s['head_samples']} samples, load {s['load'][0]:.2f}; writes ok so far: "
                 f"queries {q_tally.ok}/{q_tally.errors()} err, alerts {s_tally.ok}/{s_tally.errors()} err")
             next_sample += a.sample_every

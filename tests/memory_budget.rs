@@ -167,7 +167,7 @@ fn describe(limit: u64, r: &Report, srv: &Server) -> String {
     format!(
         "memory_limit {limit} MiB: peak VmRSS {:.1} MiB at {:.1}s; first pushback {:?}; answers {:?}; \
          {} series accepted in {:.1}s; after the run: head_bytes {} head_series {} head_samples {} flushes {}; \
-         failures {:?}\nRSS trace (s, MiB): {:?}",
+         allocator allocated {} resident {}; failures {:?}\nRSS trace (s, MiB): {:?}",
         r.peak_rss_kib as f64 / 1024.0,
         r.peak_at.as_secs_f64(),
         r.first_pushback,
@@ -178,6 +178,8 @@ fn describe(limit: u64, r: &Report, srv: &Server) -> String {
         m("argus_store_head_series"),
         m("argus_store_head_samples"),
         m("argus_store_flushes_total"),
+        m("argus_allocator_bytes{kind=\"allocated\"}"),
+        m("argus_allocator_bytes{kind=\"resident\"}"),
         r.failures,
         r.rss_trace,
     )
@@ -202,6 +204,25 @@ fn pushes_back_with_retry_after_and_keeps_what_it_acknowledged() {
     let writers = srv.get("/api/v1/label/writer/values").success_data();
     // Under a tight limit not every writer gets a batch in; those that did are all there.
     assert_eq!(writers, serde_json::json!(r.writers_accepted), "{report}");
+}
+
+/// `argus_allocator_bytes` accounts for the resident set in jemalloc's own terms: the live blocks lie
+/// in active pages, which are resident, which are mapped; all of it within the process's VmRSS.
+#[test]
+fn allocator_statistics_are_exposed_and_consistent() {
+    let srv = start(limit_mib());
+    let lines: String = (0..2_000).map(|i| format!("alloc_probe,id={i} v={i} {}\n", now_ms())).collect();
+    assert_eq!(srv.post("/api/v2/write?precision=ms", &[], lines).status, 204);
+    let kind = |k: &str| {
+        srv.metric(&format!("argus_allocator_bytes{{kind=\"{k}\"}}"))
+            .unwrap_or_else(|| panic!("no argus_allocator_bytes{{kind=\"{k}\"}} in /metrics"))
+    };
+    let (allocated, active, resident, mapped) = (kind("allocated"), kind("active"), kind("resident"), kind("mapped"));
+    let rss = vm_rss_kib(srv.pid()).expect("VmRSS") as f64 * 1024.0;
+    let all = format!("allocated {allocated} active {active} resident {resident} mapped {mapped} VmRSS {rss}");
+    assert!(allocated > 1e6, "{all}");
+    assert!(allocated <= active && active <= resident && active <= mapped, "{all}");
+    assert!(resident <= rss, "{all}");
 }
 
 #[test]
