@@ -277,7 +277,9 @@ impl Analyzer {
         };
         let query = self.rules[i].rule.query.clone();
         let mut from = start;
-        let mut outs: HashMap<Labels, Outputs> = HashMap::new();
+        // Keyed by the answer's shared labels: a clone per series and evaluation was a transient
+        // copy of every label set the rule tracks.
+        let mut outs: HashMap<Arc<Labels>, Outputs> = HashMap::new();
         while from <= end {
             let to = (from + (CHUNK_STEPS - 1) * step).min(end);
             let value = self.backend.query_range(&query, from, to, step).await.map_err(|e| e.to_string())?;
@@ -293,7 +295,7 @@ impl Analyzer {
                         state.series.entry((*s.labels).clone()).or_insert(t)
                     }
                 };
-                let out = outs.entry((*s.labels).clone()).or_default();
+                let out = outs.entry(s.labels.clone()).or_default();
                 feed(&state.rule, tracked, &s.samples, live_from, end, out);
             }
             from = to + step;
@@ -303,21 +305,28 @@ impl Analyzer {
         if let Some(p) = &state.rule.peer {
             let scores = peer_scores(&p.by, &p.params, p.window.as_millis() as i64 / step, step, end, &state.series);
             for (labels, score) in scores {
-                outs.entry(labels).or_default().peer = Some(score);
+                match outs.get_mut(labels) {
+                    Some(out) => out.peer = Some(score),
+                    None => {
+                        outs.insert(Arc::new(labels.clone()), Outputs { peer: Some(score), ..Outputs::default() });
+                    }
+                }
             }
         }
         let forget = self.cfg.forget_after.as_millis() as i64;
-        let mut findings = Vec::new();
+        let mut findings = Top::new(FINDINGS);
+        let mut anomalous = 0;
         for (labels, out) in &outs {
-            let Some(tracked) = state.series.get_mut(labels) else { continue };
+            let Some(tracked) = state.series.get_mut(&**labels) else { continue };
             let metric = metric_of(&state.rule, labels);
             let base = labels.without_name();
             write_outputs(writes, &base, &metric, &state.rule, out);
             if writes.len() >= WRITE_BATCH {
                 write_results(&*self.backend, &self.metrics, writes).await;
             }
-            if let Some(f) = judge(&self.cfg, &state.rule, labels, &metric, tracked, out, end, alerts) {
-                findings.push(f);
+            if let Some(score) = judge(&self.cfg, &state.rule, labels, &metric, tracked, out, end, alerts) {
+                anomalous += usize::from(score > 1.0);
+                findings.offer(score, || finding(&state.rule, labels, &metric, tracked, out, score));
             }
         }
         // Series gone for good: resolve their alert and drop their state.
@@ -330,9 +339,8 @@ impl Analyzer {
             }
             false
         });
-        findings.sort_by(|a, b| b.score.total_cmp(&a.score));
-        findings.truncate(1000);
-        self.metrics.anomalous(&state.rule.name, findings.iter().filter(|f| f.score > 1.0).count());
+        let findings = findings.into_sorted();
+        self.metrics.anomalous(&state.rule.name, anomalous);
         self.board.by_rule.write().insert(state.rule.name.clone(), findings);
         Ok(true)
     }
@@ -390,14 +398,14 @@ fn feed(rule: &Rule, t: &mut Tracked, samples: &[Sample], live_from: i64, end: i
 }
 
 /// Peer scores at `end` for every series seen at `end`, grouped by the `by` labels.
-fn peer_scores(
+fn peer_scores<'s>(
     by: &[String],
     params: &PeerParams,
     steps: i64,
     step: i64,
     end: i64,
-    series: &HashMap<Labels, Tracked>,
-) -> Vec<(Labels, peer::PeerScore)> {
+    series: &'s HashMap<Labels, Tracked>,
+) -> Vec<(&'s Labels, peer::PeerScore)> {
     let mut groups: BTreeMap<Vec<&str>, Vec<(&Labels, Vec<f64>)>> = BTreeMap::new();
     let first = end - steps * step;
     for (labels, t) in series {
@@ -417,7 +425,7 @@ fn peer_scores(
     for members in groups.values() {
         let rows: Vec<&[f64]> = members.iter().map(|(_, r)| r.as_slice()).collect();
         if let Some(scores) = peer::score_group(params, &rows) {
-            out.extend(members.iter().zip(scores).map(|((l, _), s)| ((*l).clone(), s)));
+            out.extend(members.iter().zip(scores).map(|((l, _), s)| (*l, s)));
         }
     }
     out
@@ -488,7 +496,8 @@ fn ensemble_of(out: &Outputs) -> Option<f64> {
     Some(ensemble(&scores))
 }
 
-/// Updates the series' alert state from its latest verdicts; returns its finding.
+/// Updates the series' alert state from its latest verdicts; returns its ensemble score when it was
+/// seen at `end`.
 #[allow(clippy::too_many_arguments)]
 fn judge(
     cfg: &Valid,
@@ -499,19 +508,13 @@ fn judge(
     out: &Outputs,
     end: i64,
     alerts: &mut Vec<Alert>,
-) -> Option<Finding> {
+) -> Option<f64> {
     let (time, value, verdicts) = out.last.as_ref()?;
     if *time != end {
         return None;
     }
     let score = ensemble_of(out)?;
-    let mut by_detector: BTreeMap<String, f64> =
-        rule.univariate.iter().zip(verdicts).map(|(n, v)| (n.clone(), v.score)).collect();
-    if let Some(p) = &out.peer {
-        by_detector.insert("peer".into(), p.score);
-    }
-    let expected = verdicts.iter().find_map(|v| v.expected).or(out.peer.map(|p| p.group_median));
-    let band = verdicts.iter().find_map(|v| v.band);
+    let (expected, band) = expectation(out, verdicts);
     if score > 1.0 {
         t.anomalous_steps += 1;
         t.normal_steps = 0;
@@ -519,7 +522,10 @@ fn judge(
         t.normal_steps += 1;
         t.anomalous_steps = 0;
     }
-    let top = by_detector.iter().max_by(|a, b| a.1.total_cmp(b.1)).map(|(n, _)| n.clone()).unwrap_or_default();
+    let top = detector_scores(rule, verdicts, out)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_default();
     let ctx = alerts::Context { rule, labels, metric, value: *value, score, expected, band, peer: out.peer };
     match &mut t.firing {
         None if t.anomalous_steps >= cfg.alert_after => {
@@ -537,20 +543,133 @@ fn judge(
         }
         _ => {}
     }
-    Some(Finding {
+    Some(score)
+}
+
+/// Each detector's score at the series' latest step, the peer comparison's last.
+fn detector_scores<'a>(rule: &'a Rule, verdicts: &[Verdict], out: &Outputs) -> impl Iterator<Item = (&'a str, f64)> {
+    let own = rule.univariate.iter().zip(verdicts).map(|(n, v)| (n.as_str(), v.score));
+    own.chain(out.peer.map(|p| ("peer", p.score)))
+}
+
+/// The value and band the detectors expected at the latest step: the first detector's that has one,
+/// else the peer group's median.
+fn expectation(out: &Outputs, verdicts: &[Verdict]) -> (Option<f64>, Option<(f64, f64)>) {
+    let expected = verdicts.iter().find_map(|v| v.expected).or(out.peer.map(|p| p.group_median));
+    (expected, verdicts.iter().find_map(|v| v.band))
+}
+
+/// The finding the status page and `/api/v1/anomalies` show for a judged series; made only for the
+/// highest scores kept (see [`Top`]).
+fn finding(rule: &Rule, labels: &Labels, metric: &str, t: &Tracked, out: &Outputs, score: f64) -> Finding {
+    let (time, value, verdicts) = out.last.as_ref().map_or((0, f64::NAN, &[][..]), |(t, v, d)| (*t, *v, &d[..]));
+    let (expected, band) = expectation(out, verdicts);
+    Finding {
         rule: rule.name.clone(),
         metric: metric.to_string(),
         labels: labels.without_name().iter().map(|l| (l.name.clone(), l.value.clone())).collect(),
-        time: *time,
-        value: *value,
+        time,
+        value,
         score,
-        detectors: by_detector,
+        detectors: detector_scores(rule, verdicts, out).map(|(n, s)| (n.to_string(), s)).collect(),
         expected,
         band,
         firing_since: t.firing.as_ref().map(|f| f.since),
-    })
+    }
+}
+
+/// Findings kept per rule and evaluation: the highest scores.
+const FINDINGS: usize = 1000;
+
+/// The `n` highest-scored items of a stream, made only when they would be kept: an evaluation judges
+/// every series the rule tracks, and a finding made for each (labels, detector names) before keeping
+/// the top thousand was a transient copy of the whole rule's label sets at every step — the soak's
+/// largest allocation swing (bench/RESULTS.md, "Twelfth run").
+struct Top<T> {
+    n: usize,
+    /// A min-heap on the score: its top is the first to go.
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<Scored<T>>>,
+}
+
+struct Scored<T>(f64, T);
+
+impl<T> PartialEq for Scored<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.total_cmp(&other.0).is_eq()
+    }
+}
+impl<T> Eq for Scored<T> {}
+impl<T> PartialOrd for Scored<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Scored<T> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl<T> Top<T> {
+    fn new(n: usize) -> Self {
+        Top { n, heap: std::collections::BinaryHeap::with_capacity(n.min(1024) + 1) }
+    }
+
+    /// Keeps `make()` when `score` is among the `n` highest so far.
+    fn offer(&mut self, score: f64, make: impl FnOnce() -> T) {
+        if self.heap.len() == self.n {
+            match self.heap.peek() {
+                Some(std::cmp::Reverse(low)) if score.total_cmp(&low.0).is_gt() => {
+                    self.heap.pop();
+                }
+                _ => return,
+            }
+        }
+        if self.n > 0 {
+            self.heap.push(std::cmp::Reverse(Scored(score, make())));
+        }
+    }
+
+    /// The items kept, highest score first.
+    fn into_sorted(self) -> Vec<T> {
+        // `into_sorted_vec` is ascending in `Reverse`, so highest score first.
+        self.heap.into_sorted_vec().into_iter().map(|std::cmp::Reverse(Scored(_, t))| t).collect()
+    }
 }
 
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Top;
+
+    /// The highest `n` scores, highest first, each item made only when kept at the time it came;
+    /// ties keep the first come, NaN ranks above every number (`total_cmp`), as the sort it replaces.
+    #[test]
+    fn top_keeps_the_highest_and_makes_only_what_it_keeps() {
+        let scores = [0.5, 3.0, 1.0, 7.0, 3.0, -1.0, 2.0, 9.0, 0.1, 8.0];
+        let mut top = Top::new(3);
+        let mut made = 0;
+        for (i, &s) in scores.iter().enumerate() {
+            top.offer(s, || {
+                made += 1;
+                (i, s)
+            });
+        }
+        assert_eq!(top.into_sorted(), vec![(7, 9.0), (9, 8.0), (3, 7.0)]);
+        // Made: the first three, then 7.0, the second 3.0 (above the 1.0 kept then), 9.0 and 8.0; never
+        // one at or below the lowest kept.
+        assert_eq!(made, 7);
+
+        let mut top = Top::new(2);
+        for (i, s) in [(0, 1.0), (1, f64::NAN), (2, 1.0)] {
+            top.offer(s, || i);
+        }
+        assert_eq!(top.into_sorted(), vec![1, 0]);
+        let mut none = Top::new(0);
+        none.offer(5.0, || panic!("nothing is kept"));
+        assert!(none.into_sorted().is_empty());
+    }
 }
