@@ -61,28 +61,26 @@ pub fn tune() {
 #[cfg(not(any(all(feature = "jemalloc", unix), all(target_os = "linux", target_env = "gnu"))))]
 pub fn tune() {}
 
-/// `argus_allocator_bytes{kind}` (docs/metrics.md): jemalloc's own account of the memory it holds, read
-/// at each scrape, so that a growing resident set can be told apart as live data (`allocated`), pages
-/// holding both live and freed blocks (`active` minus `allocated`), the allocator's bookkeeping
-/// (`metadata`) or pages not yet returned (`resident` minus `active`).
-#[derive(Debug, Default)]
-pub struct AllocatorStats;
-
-impl AllocatorStats {
-    /// Registers the collector (nothing when built without jemalloc).
-    pub fn register(registry: &mut prometheus_client::registry::Registry) {
-        if cfg!(all(feature = "jemalloc", unix)) {
-            registry.register_collector(Box::new(AllocatorStats));
-        }
-    }
+/// Registers `argus_allocator_bytes{kind}` (docs/metrics.md): jemalloc's own account of the memory it
+/// holds, read at each scrape, so that a growing resident set can be told apart as live data
+/// (`allocated`), pages holding both live and freed blocks (`active` minus `allocated`), the
+/// allocator's bookkeeping (`metadata`) or pages not yet returned (`resident` minus `active`).
+/// Nothing is registered in a build without jemalloc.
+pub fn register_stats(registry: &mut prometheus_client::registry::Registry) {
+    #[cfg(all(feature = "jemalloc", unix))]
+    registry.register_collector(Box::new(stats::AllocatorStats));
+    #[cfg(not(all(feature = "jemalloc", unix)))]
+    let _ = registry;
 }
 
 #[cfg(all(feature = "jemalloc", unix))]
 mod stats {
+    use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+    use prometheus_client::metrics::{MetricType, gauge::ConstGauge};
     use std::ffi::{CStr, c_void};
 
     /// The statistics read, by their `kind` label; jemalloc's names are `stats.<kind>`.
-    pub const KINDS: [(&str, &CStr); 6] = [
+    const KINDS: [(&str, &CStr); 6] = [
         ("allocated", c"stats.allocated"),
         ("active", c"stats.active"),
         ("metadata", c"stats.metadata"),
@@ -91,8 +89,11 @@ mod stats {
         ("retained", c"stats.retained"),
     ];
 
+    #[derive(Debug)]
+    pub struct AllocatorStats;
+
     /// jemalloc's statistics as of now: it refreshes its cached totals when its `epoch` is written.
-    pub fn read() -> Vec<(&'static str, u64)> {
+    fn read() -> Vec<(&'static str, u64)> {
         let mut epoch: u64 = 1;
         let mut len = size_of::<u64>();
         // SAFETY: `epoch` is a u64 mallctl, read and written through pointers to a live u64 of that size.
@@ -127,30 +128,25 @@ mod stats {
             })
             .collect()
     }
-}
 
-impl prometheus_client::collector::Collector for AllocatorStats {
-    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        use prometheus_client::encoding::EncodeMetric;
-        use prometheus_client::metrics::{MetricType, gauge::ConstGauge};
-        #[cfg(all(feature = "jemalloc", unix))]
-        let values = stats::read();
-        #[cfg(not(all(feature = "jemalloc", unix)))]
-        let values: Vec<(&str, u64)> = Vec::new();
-        if values.is_empty() {
-            return Ok(());
+    impl prometheus_client::collector::Collector for AllocatorStats {
+        fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            let values = read();
+            if values.is_empty() {
+                return Ok(());
+            }
+            let mut family = encoder.encode_descriptor(
+                "argus_allocator_bytes",
+                "Memory jemalloc holds, by kind: allocated (live blocks), active (pages holding them), metadata, \
+                 resident, mapped, retained (address space kept for reuse, not resident)",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (kind, value) in values {
+                let labels = [("kind", kind)];
+                ConstGauge::new(value as i64).encode(family.encode_family(&labels)?)?;
+            }
+            Ok(())
         }
-        let mut family = encoder.encode_descriptor(
-            "argus_allocator_bytes",
-            "Memory jemalloc holds, by kind: allocated (live blocks), active (pages holding them), metadata, \
-             resident, mapped, retained (address space kept for reuse, not resident)",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (kind, value) in values {
-            let labels = [("kind", kind)];
-            ConstGauge::new(value as i64).encode(family.encode_family(&labels)?)?;
-        }
-        Ok(())
     }
 }

@@ -164,7 +164,7 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     };
     let mut registry = prometheus_client::registry::Registry::default();
     listen.auth.register(&mut registry);
-    crate::malloc::AllocatorStats::register(&mut registry);
+    crate::malloc::register_stats(&mut registry);
     // === alertd ===
     let limits = cfg.limits()?;
     let backend: Arc<dyn StoreBackend> = Arc::new(backend::Embedded::new(db.clone(), limits.query.clone()));
