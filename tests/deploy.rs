@@ -1,8 +1,9 @@
 //! deploy/: the Kubernetes manifests against the Kubernetes 1.37 OpenAPI schema (kubernetes-validate
 //! from PyPI, installed by scripts/validate-k8s.sh into a virtualenv under the target directory; no
 //! cluster runs here), the configuration they carry through `argus check-config`, the systemd units
-//! through `systemd-analyze verify` (skipped, saying why, where systemd is absent), and the
-//! Dockerfile's shape.
+//! through `systemd-analyze verify` (skipped, saying why, where systemd is absent), the
+//! Dockerfile's shape, and its command run on this checkout (scripts/check-image.sh builds and runs
+//! the image itself; it takes minutes, so it is a script, not a test).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -183,4 +184,109 @@ fn dockerfile_builds_in_rust_and_runs_on_debian_slim() {
     assert!(d.contains("COPY --from=build "), "the runtime takes only the binary");
     assert!(d.lines().any(|l| l.starts_with("USER ") && !l.contains("root")), "runs as a non-root user");
     assert!(root().join("deploy/Dockerfile.dockerignore").exists(), "the build context leaves out target/");
+}
+
+/// The image's command (its `CMD` after the `argus` entrypoint), with the image's paths mapped to this
+/// checkout: /etc/argus is `config/` (the Dockerfile copies it there), /var/lib/argus `data`, and the
+/// port a free one.
+fn image_command(data: &Path, port: u16) -> Vec<String> {
+    let d = std::fs::read_to_string(root().join("deploy/Dockerfile")).expect("deploy/Dockerfile");
+    assert!(d.contains("COPY config/ /etc/argus/"), "the image's /etc/argus is the checkout's config/");
+    assert!(d.contains(r#"ENTRYPOINT ["/usr/local/bin/argus"]"#), "the entrypoint is argus");
+    let cmd = d.lines().find_map(|l| l.strip_prefix("CMD ")).expect("a CMD line");
+    let cmd: Vec<String> = serde_json::from_str(cmd).expect("CMD in exec form");
+    let etc = root().join("config").display().to_string();
+    cmd.into_iter()
+        .map(|a| {
+            a.replace("/etc/argus", &etc)
+                .replace("/var/lib/argus", &data.display().to_string())
+                .replace("0.0.0.0:9700", &format!("0.0.0.0:{port}"))
+        })
+        .collect()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Waits up to `secs` for the child to exit; kills it and answers None when it does not.
+fn exit_within(child: &mut std::process::Child, secs: u64) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return Some(s);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn the_image_command_refuses_an_open_listener_and_serves_once_given_a_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let cmd = image_command(&dir.path().join("data"), port);
+    assert!(cmd.iter().any(|a| a.ends_with("config/argus.toml")), "the command reads the shipped config: {cmd:?}");
+    // As shipped (no token), listening on every interface: refused, saying what to do.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_argus"))
+        .args(&cmd)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("argus");
+    let status = exit_within(&mut child, 30).expect("the image's command started with no token on 0.0.0.0");
+    let out = text(&child.wait_with_output().expect("output"));
+    assert!(!status.success());
+    assert!(out.contains(&format!("refusing to listen on 0.0.0.0:{port} without authentication")), "{out}");
+    assert!(out.contains("argus token new"), "the refusal says how to add a token: {out}");
+
+    // The same command with a token added to a copy of the shipped config starts and checks it.
+    let shipped = std::fs::read_to_string(root().join("config/argus.toml")).expect("config/argus.toml");
+    let token = "argus_deploy_test_token";
+    let mut hash = Command::new(env!("CARGO_BIN_EXE_argus"))
+        .args(["token", "hash"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("argus token hash");
+    std::io::Write::write_all(&mut hash.stdin.take().expect("stdin"), format!("{token}\n").as_bytes()).expect("write");
+    let out = hash.wait_with_output().expect("argus token hash");
+    assert!(out.status.success(), "argus token hash: {}", text(&out));
+    let digest = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let conf = shipped.replace(
+        "# [[auth.tokens]]\n# name = \"grafana\"\n# scopes = [\"read\"]\n# sha256 = \"…\"",
+        &format!("[[auth.tokens]]\nname = \"ops\"\nscopes = [\"read\"]\nsha256 = \"{digest}\""),
+    );
+    assert_ne!(conf, shipped, "config/argus.toml's commented token entry moved; update this test");
+    let conf_path = dir.path().join("argus.toml");
+    std::fs::write(&conf_path, conf).expect("write");
+    let shipped_path = root().join("config/argus.toml").display().to_string();
+    let args: Vec<String> = cmd.iter().map(|a| a.replace(&shipped_path, &conf_path.display().to_string())).collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_argus"))
+        .args(&args)
+        .arg("--no-collector")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("argus");
+    let client = reqwest::blocking::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut ready = false;
+    for _ in 0..300 {
+        if client.get(format!("{base}/-/ready")).send().is_ok_and(|r| r.status().is_success()) {
+            ready = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let query = format!("{base}/api/v1/query?query=up");
+    let without = client.get(&query).send().map(|r| r.status().as_u16());
+    let with = client.get(&query).bearer_auth(token).send().map(|r| r.status().as_u16());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(ready, "the image's command with a token was not ready in 30 s");
+    assert_eq!(without.expect("query"), 401, "a query without the token");
+    assert_eq!(with.expect("query"), 200, "a query with the token");
 }
