@@ -2,7 +2,7 @@
 //! samples in that step's window, computed as Prometheus 2 computes them.
 
 use super::QueryError;
-use super::eval::{Ev, Row, check_distinct, drop_name};
+use super::eval::{Ev, Row, Span, check_distinct, drop_name};
 use super::functions::{absent_labels, quantile};
 use argus_model::Sample;
 use promql_parser::parser::Call;
@@ -95,6 +95,11 @@ impl Ev<'_> {
             } else {
                 Vec::new()
             };
+            if name == "avg_over_time" {
+                avg_over_time_windows(samples, span, &mut vals, || self.check_time().is_err());
+                self.check_time()?;
+                return Ok(vals.iter().any(Option::is_some).then(|| Row { labels: drop_name(labels), vals }));
+            }
             span.each_at(samples, |i, lo, s| {
                 // A subquery at a tiny step gives one series millions of long windows: check the deadline
                 // as the steps go, not only between series, so a timeout stops the work promptly.
@@ -235,18 +240,69 @@ pub fn kahan_inc(inc: f64, sum: f64, c: f64) -> (f64, f64) {
     (t, c)
 }
 
-fn avg_over_time(s: &[Sample]) -> f64 {
-    let (mut mean, mut c, mut count) = (0.0f64, 0.0f64, 0.0f64);
-    for x in s {
-        count += 1.0;
-        if mean.is_infinite()
-            && ((x.v.is_infinite() && (mean > 0.0) == (x.v > 0.0)) || (!x.v.is_infinite() && !x.v.is_nan()))
+/// Prometheus' incremental mean, Kahan-compensated: (mean, compensation, count).
+#[derive(Clone, Copy, Default)]
+struct Mean(f64, f64, f64);
+
+impl Mean {
+    #[inline(always)]
+    fn add(&mut self, v: f64) {
+        let Mean(mean, c, count) = self;
+        *count += 1.0;
+        if mean.is_infinite() && ((v.is_infinite() && (*mean > 0.0) == (v > 0.0)) || (!v.is_infinite() && !v.is_nan()))
         {
-            continue;
+            return;
         }
-        (mean, c) = kahan_inc(x.v / count - mean / count, mean, c);
+        (*mean, *c) = kahan_inc(v / *count - *mean / *count, *mean, *c);
     }
-    if mean.is_infinite() { mean } else { mean + c }
+
+    fn value(self) -> f64 {
+        if self.0.is_infinite() { self.0 } else { self.0 + self.1 }
+    }
+}
+
+fn avg_over_time(s: &[Sample]) -> f64 {
+    let mut m = Mean::default();
+    for x in s {
+        m.add(x.v);
+    }
+    m.value()
+}
+
+/// Windows whose means are worked out side by side.
+const MEAN_LANES: usize = 4;
+
+/// `avg_over_time` at every step of one series. Each window's mean is a chain of dependent divisions
+/// (kept as Prometheus does them, for equal answers to the last bit), so one window at a time waits
+/// on each division's latency; four windows advanced in lockstep keep the divider busy instead (a
+/// day of 10-second samples at a 5-minute step took twice VictoriaMetrics' time one at a time). Each
+/// window still sees exactly its own operations in its own order, so the answers are unchanged.
+fn avg_over_time_windows(samples: &[Sample], span: &Span, vals: &mut [Option<f64>], timed_out: impl Fn() -> bool) {
+    let mut wins: Vec<(usize, usize, usize)> = Vec::new();
+    span.each_at(samples, |i, lo, s| wins.push((i, lo, lo + s.len())));
+    let mut groups = wins.chunks_exact(MEAN_LANES);
+    for (n, group) in groups.by_ref().enumerate() {
+        if n % 64 == 0 && timed_out() {
+            return;
+        }
+        let lanes: [&[Sample]; MEAN_LANES] = std::array::from_fn(|k| &samples[group[k].1..group[k].2]);
+        let common = lanes.iter().map(|l| l.len()).min().unwrap_or(0);
+        let mut means = [Mean::default(); MEAN_LANES];
+        for j in 0..common {
+            for (m, lane) in means.iter_mut().zip(&lanes) {
+                m.add(lane[j].v);
+            }
+        }
+        for (k, m) in means.iter_mut().enumerate() {
+            for x in &lanes[k][common..] {
+                m.add(x.v);
+            }
+            vals[group[k].0] = Some(m.value());
+        }
+    }
+    for &(i, lo, hi) in groups.remainder() {
+        vals[i] = Some(avg_over_time(&samples[lo..hi]));
+    }
 }
 
 fn variance(s: &[Sample]) -> f64 {
@@ -303,4 +359,31 @@ fn holt_winters(s: &[Sample], sf: f64, tf: f64) -> Option<f64> {
         s1 = xv + y;
     }
     Some(s1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn means_side_by_side_equal_one_window_at_a_time_to_the_bit() {
+        // Overlapping and gapped windows of uneven lengths, with infinities and NaN among the values.
+        let mut samples: Vec<Sample> = (0..2000)
+            .filter(|i| i % 37 != 0)
+            .map(|i| Sample::new(i * 10_000, ((i as f64) * 0.731).sin() * 1e3 + (i % 7) as f64 / 3.0))
+            .collect();
+        for (k, v) in [(100, f64::INFINITY), (101, f64::INFINITY), (400, f64::NEG_INFINITY), (900, f64::NAN)] {
+            samples[k].v = v;
+        }
+        for (range, step) in [(300_000, 300_000), (300_000, 60_000), (95_000, 15_000), (3_000_000, 250_000)] {
+            let span = Span { range, ends: (0..).map(|i| i * step).take_while(|&t| t < 21_000_000).collect() };
+            let mut side_by_side = vec![None; span.ends.len()];
+            avg_over_time_windows(&samples, &span, &mut side_by_side, || false);
+            let mut one_by_one = vec![None; span.ends.len()];
+            span.each_at(&samples, |i, _, s| one_by_one[i] = Some(avg_over_time(s)));
+            assert!(one_by_one.iter().filter(|v| v.is_some()).count() > 20, "range {range}: too few windows");
+            let bits = |v: &[Option<f64>]| v.iter().map(|x| x.map(f64::to_bits)).collect::<Vec<_>>();
+            assert_eq!(bits(&side_by_side), bits(&one_by_one), "range {range}, step {step}");
+        }
+    }
 }
