@@ -278,7 +278,8 @@ const MEAN_LANES: usize = 4;
 /// day of 10-second samples at a 5-minute step took twice VictoriaMetrics' time one at a time). Each
 /// window still sees exactly its own operations in its own order, so the answers are unchanged.
 fn avg_over_time_windows(samples: &[Sample], span: &Span, vals: &mut [Option<f64>], timed_out: impl Fn() -> bool) {
-    let mut wins: Vec<(usize, usize, usize)> = Vec::new();
+    // At most one window a step: sized once, not grown by doubling for every series.
+    let mut wins: Vec<(usize, usize, usize)> = Vec::with_capacity(span.ends.len());
     span.each_at(samples, |i, lo, s| wins.push((i, lo, lo + s.len())));
     let mut groups = wins.chunks_exact(MEAN_LANES);
     for (n, group) in groups.by_ref().enumerate() {
