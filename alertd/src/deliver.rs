@@ -490,7 +490,9 @@ impl Worker {
                 count("retried");
                 let wait = error.retry_after().unwrap_or_else(|| self.policy.backoff(attempt));
                 tracing::warn!(%receiver, integration = %self.name, %key, attempt, batched = n, wait_ms = wait.as_millis() as u64, %error, "Notification failed, will retry");
-                let at = now + wait.as_millis() as i64;
+                // Times are whole milliseconds and `now` was truncated: round both up so the next
+                // attempt never comes sooner than `wait` after this failure.
+                let at = now + 1 + wait.as_micros().div_ceil(1000) as i64;
                 batch.iter().try_for_each(|e| self.outbox.retry_at(e.id, at, &error.to_string()))
             }
             Err(error) => {
