@@ -352,16 +352,26 @@ impl Span {
         let (mut lo, mut hi) = (0, 0);
         for (i, &end) in self.ends.iter().enumerate() {
             let start = end - self.range;
-            // Window ends never move backwards, so both bounds are cursors.
+            // Window ends never move backwards, so both bounds are cursors. Windows that do not
+            // overlap (a step as long as the range) start where the last one ended: skip its samples
+            // at once rather than step over them again.
+            if hi > lo && samples[hi - 1].t < start {
+                lo = hi;
+            }
             while lo < samples.len() && samples[lo].t < start {
                 lo += 1;
             }
             if hi < lo {
                 hi = lo;
             }
-            while hi < samples.len() && samples[hi].t <= end {
-                hi += 1;
+            // The window's end by galloping: a bound doubled until past `end`, then a binary search
+            // below it, a dozen comparisons for a window of 30 samples instead of 30.
+            let rest = &samples[hi..];
+            let mut bound = 1;
+            while bound < rest.len() && rest[bound - 1].t <= end {
+                bound *= 2;
             }
+            hi += rest[..bound.min(rest.len())].partition_point(|x| x.t <= end);
             if lo < hi {
                 f(i, lo, &samples[lo..hi]);
             }
@@ -436,4 +446,36 @@ pub fn unparen(mut e: &Expr) -> &Expr {
 
 pub fn unsupported(what: &str) -> QueryError {
     QueryError::BadData(format!("{what} are not supported"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_window_is_found_as_a_scan_would_find_it() {
+        // Uneven sample times with gaps and a sample on many window edges; windows shorter than,
+        // as long as and longer than the step.
+        let samples: Vec<Sample> = (0..3000i64)
+            .filter(|i| i % 97 > 5)
+            .map(|i| Sample::new(i * 10_000 + (i % 3) * 2_500 * (i % 5 != 0) as i64, i as f64))
+            .collect();
+        for (range, step) in
+            [(300_000, 300_000), (300_000, 60_000), (60_000, 300_000), (10_000, 10_000), (3_600_000, 25_000)]
+        {
+            let span = Span { range, ends: (-5..).map(|i| i * step).take_while(|&t| t < 31_000_000).collect() };
+            let mut got = Vec::new();
+            span.each_at(&samples, |i, lo, s| got.push((i, lo, s.len())));
+            let mut want = Vec::new();
+            for (i, &end) in span.ends.iter().enumerate() {
+                let inside: Vec<usize> =
+                    (0..samples.len()).filter(|&k| samples[k].t >= end - range && samples[k].t <= end).collect();
+                if let (Some(&lo), Some(&hi)) = (inside.first(), inside.last()) {
+                    want.push((i, lo, hi - lo + 1));
+                }
+            }
+            assert!(want.len() > 50, "range {range}, step {step}: too few windows");
+            assert_eq!(got, want, "range {range}, step {step}");
+        }
+    }
 }
