@@ -223,6 +223,29 @@ impl Ev<'_> {
         }
         let shared: Vec<usize> = (0..ones_by_sig.len()).filter(|&s| ones_by_sig[s].len() > 1).collect();
         let candidates: Vec<usize> = (0..many.len()).filter(|&j| !ones_by_sig[msig[j]].is_empty()).collect();
+        if one_to_one && shared.is_empty() {
+            let mut seen = vec![false; ids.len()];
+            if candidates.iter().all(|&j| !std::mem::replace(&mut seen[msig[j]], true)) {
+                let labels: Vec<Labels> = candidates
+                    .iter()
+                    .map(|&j| {
+                        result_labels(
+                            &many[j].labels,
+                            &one[ones_by_sig[msig[j]][0]].labels,
+                            op,
+                            m,
+                            true,
+                            &[],
+                            return_bool,
+                        )
+                    })
+                    .collect();
+                if labels.iter().collect::<std::collections::HashSet<_>>().len() == labels.len() {
+                    let pairs = candidates.iter().map(|&j| (&many[j], &one[ones_by_sig[msig[j]][0]]));
+                    return self.row_by_row(op, pairs.zip(labels), return_bool);
+                }
+            }
+        }
         let mut out = Out::new(self.n);
         // Per many-side row: the one-side row it last matched and the output row of that pair.
         let mut pair: Vec<Option<(usize, usize)>> = vec![None; many.len()];
@@ -293,6 +316,43 @@ impl Ev<'_> {
             }
         }
         Ok(out.finish())
+    }
+
+    /// One-to-one matching where each match key is on each side once (the usual `a + b`) and the
+    /// results' labels differ: every pair of rows is fixed for all steps, so each pair is combined
+    /// value by value, without the step-by-step bookkeeping that finds duplicate matches. Rows come
+    /// out in the order the general loop gives them: by the first step with a value, then by the
+    /// left-hand row.
+    fn row_by_row<'r>(
+        &self,
+        op: TokenId,
+        pairs: impl Iterator<Item = ((&'r Row, &'r Row), Labels)>,
+        return_bool: bool,
+    ) -> Result<Vec<Row>, QueryError> {
+        let mut rows: Vec<(usize, Row)> = Vec::new();
+        for (n, ((l, r), labels)) in pairs.enumerate() {
+            if n % 64 == 0 {
+                self.check_time()?;
+            }
+            let (mut vals, mut first) = (vec![None; self.n], usize::MAX);
+            for (i, (lv, rv)) in l.vals.iter().zip(&r.vals).enumerate() {
+                let (Some(lv), Some(rv)) = (*lv, *rv) else { continue };
+                let (mut value, keep) = apply(op, lv, rv)?;
+                if return_bool {
+                    value = keep as u8 as f64;
+                } else if !keep {
+                    continue;
+                }
+                vals[i] = Some(value);
+                first = first.min(i);
+            }
+            if first != usize::MAX {
+                rows.push((first, Row { labels: Arc::new(labels), vals }));
+            }
+        }
+        // Stable: rows first seen at one step keep the left-hand side's order.
+        rows.sort_by_key(|(first, _)| *first);
+        Ok(rows.into_iter().map(|(_, r)| r).collect())
     }
 }
 
