@@ -7,7 +7,7 @@ pub mod cache;
 mod reader;
 mod writer;
 
-pub use cache::ChunkCache;
+pub use cache::{Cached, ChunkCache};
 pub use reader::{Block, Scratch};
 pub use writer::{BlockWriter, Lineage, write_block};
 

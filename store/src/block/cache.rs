@@ -23,7 +23,77 @@ const ENTRY_OVERHEAD: usize = 96;
 /// A chunk: the block's id and the chunk's offset in its chunks file.
 type Key = (u64, u64);
 
-type Chunk = Arc<[Sample]>;
+/// A decoded chunk as the cache holds it. Samples taken at a fixed interval (a scraper's or the
+/// collector's regular timestamps) keep only their values, half the memory of whole samples, so
+/// twice as many of them fit under the bound; their times are worked out again as they are copied.
+pub enum Cached {
+    /// Sample `i` is at `start + i * step` (`step` > 0).
+    Regular {
+        start: i64,
+        step: i64,
+        vals: Box<[f64]>,
+    },
+    Samples(Box<[Sample]>),
+}
+
+type Chunk = Arc<Cached>;
+
+impl Cached {
+    /// A chunk's decoded times and values, in time order.
+    pub fn new(ts: &[i64], vals: &[f64]) -> Cached {
+        debug_assert_eq!(ts.len(), vals.len());
+        if let [start, second, ..] = *ts {
+            let step = second.wrapping_sub(start);
+            if step > 0 && ts.windows(2).all(|w| w[1].wrapping_sub(w[0]) == step) {
+                return Cached::Regular { start, step, vals: vals.into() };
+            }
+        }
+        Cached::Samples(ts.iter().zip(vals).map(|(&t, &v)| Sample::new(t, v)).collect())
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Cached::Regular { vals, .. } => vals.len(),
+            Cached::Samples(s) => s.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// What the entry counts against the cache's bound.
+    pub fn bytes(&self) -> usize {
+        ENTRY_OVERHEAD
+            + match self {
+                Cached::Regular { vals, .. } => std::mem::size_of_val(&**vals),
+                Cached::Samples(s) => std::mem::size_of_val(&**s),
+            }
+    }
+
+    /// Appends the samples with `mint <= t <= maxt`.
+    pub fn append_range(&self, mint: i64, maxt: i64, out: &mut Vec<Sample>) {
+        match self {
+            Cached::Regular { start, step, vals } => {
+                // Wide arithmetic: the bounds may be the far ends of time.
+                let (start, step, n) = (i128::from(*start), i128::from(*step), vals.len() as i128);
+                let a = ((i128::from(mint) - start).max(0) + step - 1) / step;
+                let a = a.min(n);
+                let b = if i128::from(maxt) < start { 0 } else { ((i128::from(maxt) - start) / step + 1).min(n) };
+                if a < b {
+                    let (a, b) = (a as usize, b as usize);
+                    // In range, since every one of these times was a decoded sample's.
+                    let at = |i: usize| (start + step * i as i128) as i64;
+                    out.extend(vals[a..b].iter().enumerate().map(|(k, &v)| Sample::new(at(a + k), v)));
+                }
+            }
+            Cached::Samples(s) => {
+                let (a, b) = (s.partition_point(|x| x.t < mint), s.partition_point(|x| x.t <= maxt));
+                out.extend_from_slice(&s[a..b.max(a)]);
+            }
+        }
+    }
+}
 
 /// The cache's self metrics (docs/metrics.md).
 #[derive(Default, Clone)]
@@ -35,13 +105,13 @@ pub struct CacheMetrics {
     pub entries: Gauge,
 }
 
-/// Weighs an entry by [`entry_bytes`].
+/// Weighs an entry by [`Cached::bytes`].
 #[derive(Clone)]
 struct ByBytes;
 
 impl Weighter<Key, Chunk> for ByBytes {
-    fn weight(&self, _: &Key, samples: &Chunk) -> u64 {
-        entry_bytes(samples.len()) as u64
+    fn weight(&self, _: &Key, chunk: &Chunk) -> u64 {
+        chunk.bytes() as u64
     }
 }
 
@@ -64,11 +134,6 @@ pub struct ChunkCache {
     metrics: CacheMetrics,
 }
 
-/// What an entry of `n` samples counts against the bound.
-pub fn entry_bytes(n: usize) -> usize {
-    n * std::mem::size_of::<Sample>() + ENTRY_OVERHEAD
-}
-
 /// The size of a typical chunk, for sizing the cache's table: two hours at a 10-second interval.
 const TYPICAL_SAMPLES: usize = 720;
 
@@ -76,7 +141,7 @@ impl ChunkCache {
     /// A cache holding at most `limit` bytes of decoded chunks; 0 turns it off.
     pub fn new(limit: usize, metrics: CacheMetrics) -> ChunkCache {
         let inner = (limit > 0).then(|| {
-            let items = (limit / entry_bytes(TYPICAL_SAMPLES)).max(16);
+            let items = (limit / (ENTRY_OVERHEAD + TYPICAL_SAMPLES * 8)).max(16);
             let hasher = DefaultHashBuilder::default();
             Cache::with(items, limit as u64, ByBytes, hasher, CountEvictions(metrics.evictions.clone()))
         });
@@ -99,17 +164,17 @@ impl ChunkCache {
 
     /// Keeps a decoded chunk, dropping others past the bound. A chunk larger than an eighth of the
     /// bound is not kept: one huge read must not empty the cache.
-    pub fn insert(&self, block: u64, offset: u64, samples: Chunk) {
+    pub fn insert(&self, block: u64, offset: u64, chunk: Chunk) {
         let Some(cache) = &self.inner else { return };
-        if entry_bytes(samples.len()) > self.limit / 8 {
+        if chunk.bytes() > self.limit / 8 {
             return;
         }
-        cache.insert((block, offset), samples);
+        cache.insert((block, offset), chunk);
         self.metrics.bytes.set(cache.weight() as i64);
         self.metrics.entries.set(cache.len() as i64);
     }
 
-    /// Bytes held, counted as [`entry_bytes`] does.
+    /// Bytes held, counted as [`Cached::bytes`] does.
     pub fn bytes(&self) -> usize {
         self.inner.as_ref().map_or(0, |c| c.weight() as usize)
     }
@@ -127,8 +192,61 @@ impl ChunkCache {
 mod tests {
     use super::*;
 
-    fn chunk(n: usize, t0: i64) -> Arc<[Sample]> {
-        (0..n).map(|i| Sample::new(t0 + i as i64, i as f64)).collect()
+    /// `n` samples one millisecond apart from `t0`: a regular chunk.
+    fn chunk(n: usize, t0: i64) -> Chunk {
+        let ts: Vec<i64> = (0..n as i64).map(|i| t0 + i).collect();
+        let vals: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        Arc::new(Cached::new(&ts, &vals))
+    }
+
+    fn entry_bytes(n: usize) -> usize {
+        chunk(n, 0).bytes()
+    }
+
+    fn all(c: &Cached) -> Vec<Sample> {
+        let mut out = Vec::new();
+        c.append_range(i64::MIN, i64::MAX, &mut out);
+        out
+    }
+
+    #[test]
+    fn regular_chunks_keep_only_their_values_and_give_back_the_same_samples() {
+        let ts: Vec<i64> = (0..500).map(|i| 1_700_000_000_000 + i * 10_000).collect();
+        let vals: Vec<f64> = (0..500).map(|i| (i as f64).sin()).collect();
+        let regular = Cached::new(&ts, &vals);
+        assert!(matches!(regular, Cached::Regular { step: 10_000, .. }));
+        let mut jittered = ts.clone();
+        jittered[250] += 3;
+        let irregular = Cached::new(&jittered, &vals);
+        assert!(matches!(irregular, Cached::Samples(_)));
+        assert_eq!(regular.bytes() - ENTRY_OVERHEAD, 500 * 8, "values only");
+        assert_eq!(irregular.bytes() - ENTRY_OVERHEAD, 500 * 16);
+        for (c, ts) in [(&regular, &ts), (&irregular, &jittered)] {
+            let want: Vec<Sample> = ts.iter().zip(&vals).map(|(&t, &v)| Sample::new(t, v)).collect();
+            assert_eq!(all(c), want);
+            // Every range: bounds before, on, between and after the samples.
+            for (mint, maxt) in [
+                (ts[0] - 5, ts[0] - 1),
+                (ts[0], ts[0]),
+                (ts[10] - 1, ts[20] + 1),
+                (ts[10] + 1, ts[20] - 1),
+                (ts[10], ts[20]),
+                (ts[250] - 1, ts[250] + 4),
+                (ts[499], i64::MAX),
+                (ts[499] + 1, i64::MAX),
+                (i64::MIN, ts[3]),
+                (ts[20], ts[10]),
+            ] {
+                let mut got = Vec::new();
+                c.append_range(mint, maxt, &mut got);
+                let want: Vec<Sample> = want.iter().copied().filter(|x| x.t >= mint && x.t <= maxt).collect();
+                assert_eq!(got, want, "[{mint}, {maxt}]");
+            }
+        }
+        for short in [&[][..], &[5][..]] {
+            let c = Cached::new(short, &vec![1.0; short.len()]);
+            assert_eq!(all(&c).len(), short.len());
+        }
     }
 
     #[test]
@@ -149,7 +267,7 @@ mod tests {
         assert_eq!((m.hits.get() + m.misses.get()) as usize, 1000);
         assert_eq!(m.hits.get() as usize, held);
         let some = (0..1000).find(|&i| c.get(1, i).is_some()).unwrap();
-        assert_eq!(&*c.get(1, some).unwrap(), &*chunk(100, some as i64 * 100));
+        assert_eq!(all(&c.get(1, some).unwrap()), all(&chunk(100, some as i64 * 100)));
     }
 
     #[test]

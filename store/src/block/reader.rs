@@ -3,8 +3,8 @@
 //! next to nothing on the heap however many series it has; chunks are read from disk on demand.
 
 use super::{
-    BlockError, CHUNKS_MAGIC, ChunkCache, ChunkMeta, EVENTS_MAGIC, FILE_HEADER_LEN, FORMAT_VERSION, INDEX_MAGIC,
-    INDEX_TOC_LEN, INDEX_VERSION, Meta, io, writer,
+    BlockError, CHUNKS_MAGIC, Cached, ChunkCache, ChunkMeta, EVENTS_MAGIC, FILE_HEADER_LEN, FORMAT_VERSION,
+    INDEX_MAGIC, INDEX_TOC_LEN, INDEX_VERSION, Meta, io, writer,
 };
 use crate::bytes::{DecodeError, Reader};
 use crate::chunk;
@@ -114,20 +114,19 @@ impl Block {
         let chunks = metas.iter().filter(|c| c.min_time <= maxt && c.max_time >= mint);
         if let Some(cache) = cache.filter(|c| c.enabled()) {
             for c in chunks {
-                let samples = match cache.get(self.meta.id, c.offset) {
-                    Some(s) => s,
+                let chunk = match cache.get(self.meta.id, c.offset) {
+                    Some(chunk) => chunk,
                     None => {
                         ts.clear();
                         vals.clear();
                         self.read_chunk(c, buf, ts, vals)?;
-                        let s: Arc<[Sample]> = ts.iter().zip(vals.iter()).map(|(t, v)| Sample::new(*t, *v)).collect();
-                        cache.insert(self.meta.id, c.offset, s.clone());
-                        s
+                        let chunk = Arc::new(Cached::new(ts, vals));
+                        cache.insert(self.meta.id, c.offset, chunk.clone());
+                        chunk
                     }
                 };
                 // A chunk's samples are in time order, and so are a series' chunks.
-                let (a, b) = (samples.partition_point(|s| s.t < mint), samples.partition_point(|s| s.t <= maxt));
-                out.extend_from_slice(&samples[a..b.max(a)]);
+                chunk.append_range(mint, maxt, out);
             }
             return Ok(());
         }
