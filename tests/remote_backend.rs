@@ -1,9 +1,9 @@
 //! The store backends against real servers on loopback. The same samples, written through a remote
 //! backend and through the embedded one, read back equal: raw selects, PromQL instant and range
 //! queries. Remotes: VictoriaMetrics single-node (remote write and line protocol), its cluster layout
-//! through a path-rewriting proxy, Prometheus 2.42, and our own server. The InfluxDB 2 backend writes to
-//! VictoriaMetrics' and our `/api/v2/write` and is read back through PromQL; its Flux reads meet a
-//! recorded reply. Errors say whether to retry.
+//! and Mimir's and Thanos' (with their tenant headers) through a path-rewriting proxy, Prometheus 2.42,
+//! and our own server. The InfluxDB 2 backend writes to VictoriaMetrics' and our `/api/v2/write` and is
+//! read back through PromQL; its Flux reads meet a recorded reply. Errors say whether to retry.
 //!
 //! VictoriaMetrics and Prometheus come from Debian (scripts/install-peers.sh, which scripts/test.sh
 //! runs first); a check needing one that is absent is skipped with a message.
@@ -304,36 +304,62 @@ fn victoriametrics_by_line_protocol_answers_as_embedded() {
     check_victoria_metrics(WriteProtocol::LineProtocol);
 }
 
-/// Maps VictoriaMetrics cluster paths of one tenant onto the single-node ones, refusing all else.
-struct ClusterProxy {
+/// Maps one flavour's paths of one tenant onto VictoriaMetrics single-node's, refusing all else: the
+/// cluster layout (tenant in the path), Mimir's and Thanos' (tenant in a header, which must be there,
+/// as a multi-tenant Mimir requires).
+struct LayoutProxy {
     upstream: String,
+    flavour: Flavour,
     tenant: String,
     http: reqwest::Client,
     seen: Mutex<Vec<String>>,
 }
 
-impl ClusterProxy {
-    fn single_node_path(&self, path: &str) -> Option<String> {
-        let (kind, rest) = path.strip_prefix('/')?.split_once('/')?;
-        let (tenant, rest) = rest.split_once('/')?;
-        if tenant != self.tenant {
-            return None;
-        }
-        match (kind, rest) {
-            ("insert", "prometheus/api/v1/write") => Some("/api/v1/write".into()),
-            ("insert", "influx/api/v2/write") => Some("/api/v2/write".into()),
-            ("select", r) => r.strip_prefix("prometheus/api/v1/").map(|api| format!("/api/v1/{api}")),
+impl LayoutProxy {
+    fn new(upstream: &str, flavour: Flavour, tenant: &str) -> LayoutProxy {
+        let (upstream, tenant) = (upstream.to_string(), tenant.to_string());
+        LayoutProxy { upstream, flavour, tenant, http: reqwest::Client::new(), seen: Mutex::default() }
+    }
+
+    fn single_node_path(&self, path: &str, headers: &HeaderMap) -> Option<String> {
+        let api = |rest: &str| rest.strip_prefix("/api/v1/").map(|api| format!("/api/v1/{api}"));
+        let tenant_header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()) == Some(&self.tenant);
+        match self.flavour {
+            Flavour::VictoriaMetricsCluster => {
+                let (kind, rest) = path.strip_prefix('/')?.split_once('/')?;
+                let (tenant, rest) = rest.split_once('/')?;
+                if tenant != self.tenant {
+                    return None;
+                }
+                match (kind, rest) {
+                    ("insert", "prometheus/api/v1/write") => Some("/api/v1/write".into()),
+                    ("insert", "influx/api/v2/write") => Some("/api/v2/write".into()),
+                    ("select", r) => api(r.strip_prefix("prometheus")?),
+                    _ => None,
+                }
+            }
+            Flavour::Mimir if tenant_header("x-scope-orgid") => match path {
+                "/api/v1/push" => Some("/api/v1/write".into()),
+                p => api(p.strip_prefix("/prometheus")?),
+            },
+            Flavour::Thanos if tenant_header("thanos-tenant") => match path {
+                "/api/v1/receive" => Some("/api/v1/write".into()),
+                // Prometheus' own write path is not Receive's.
+                "/api/v1/write" => None,
+                p => api(p),
+            },
             _ => None,
         }
     }
 }
 
-async fn forward(State(p): State<Arc<ClusterProxy>>, req: axum::extract::Request) -> Response {
+async fn forward(State(p): State<Arc<LayoutProxy>>, req: axum::extract::Request) -> Response {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     p.seen.lock().expect("lock").push(path.clone());
-    let Some(target) = p.single_node_path(&path) else {
-        return (StatusCode::NOT_FOUND, format!("not a cluster path of tenant {}: {path}", p.tenant)).into_response();
+    let Some(target) = p.single_node_path(&path, &parts.headers) else {
+        let why = format!("not a {} path of tenant {}: {path}", p.flavour.name(), p.tenant);
+        return (StatusCode::NOT_FOUND, why).into_response();
     };
     let query = parts.uri.query().map(|q| format!("?{q}")).unwrap_or_default();
     let body = axum::body::to_bytes(body, 64 << 20).await.expect("request body");
@@ -352,34 +378,59 @@ async fn forward(State(p): State<Arc<ClusterProxy>>, req: axum::extract::Request
     out
 }
 
+/// Writes and reads through `flavour`'s paths for `tenant`, VictoriaMetrics single-node behind them,
+/// and checks the answers and that only that layout's paths were asked for.
+fn check_layout(flavour: Flavour, write: WriteProtocol, tenant: &str, write_path: &str, read_prefix: &str) {
+    let rt = runtime();
+    let t0 = t0();
+    let want = embedded_answers(&rt, t0);
+    let Some(vm) = victoria_metrics() else { return };
+    let proxy = Arc::new(LayoutProxy::new(&vm.base, flavour, tenant));
+    let url = serve_app(&rt, Router::new().fallback(forward).with_state(proxy.clone()));
+    let spec = RemoteSpec { tenant: Some(tenant.into()), ..remote(flavour, &url, write) };
+    let b = prometheus_backend(&rt, spec);
+    rt.block_on(b.write(gpu_series(t0))).expect("write through the layout's paths");
+    vm.flush();
+    assert_answers(&rt, b.as_ref(), t0, &want);
+    let seen = proxy.seen.lock().expect("lock").clone();
+    assert!(seen.iter().any(|p| p == write_path), "{write_path} not among {seen:?}");
+    assert!(seen.contains(&format!("{read_prefix}/api/v1/query_range")), "{seen:?}");
+    assert!(seen.contains(&format!("{read_prefix}/api/v1/query")), "{seen:?}");
+    let mut h = HeaderMap::new();
+    let header = match flavour {
+        Flavour::Mimir => Some("x-scope-orgid"),
+        Flavour::Thanos => Some("thanos-tenant"),
+        _ => None,
+    };
+    if let Some(name) = header {
+        h.insert(name, tenant.parse().expect("header value"));
+    }
+    assert!(seen.iter().all(|p| proxy.single_node_path(p, &h).is_some()), "only the layout's paths: {seen:?}");
+}
+
 #[test]
 fn victoriametrics_cluster_paths_answer_as_embedded() {
     if !installed("victoria-metrics", "-version") {
         return;
     }
-    let rt = runtime();
-    let t0 = t0();
-    let want = embedded_answers(&rt, t0);
-    for (write, tenant) in [(WriteProtocol::RemoteWrite, "7:3"), (WriteProtocol::LineProtocol, "42")] {
-        let Some(vm) = victoria_metrics() else { return };
-        let proxy = Arc::new(ClusterProxy {
-            upstream: vm.base.clone(),
-            tenant: tenant.into(),
-            http: reqwest::Client::new(),
-            seen: Mutex::default(),
-        });
-        let url = serve_app(&rt, Router::new().fallback(forward).with_state(proxy.clone()));
-        let spec = RemoteSpec { tenant: Some(tenant.into()), ..remote(Flavour::VictoriaMetricsCluster, &url, write) };
-        let b = prometheus_backend(&rt, spec);
-        rt.block_on(b.write(gpu_series(t0))).expect("write through the cluster paths");
-        vm.flush();
-        assert_answers(&rt, b.as_ref(), t0, &want);
-        let seen = proxy.seen.lock().expect("lock").clone();
-        let kind = if write == WriteProtocol::RemoteWrite { "prometheus/api/v1/write" } else { "influx/api/v2/write" };
-        assert!(seen.contains(&format!("/insert/{tenant}/{kind}")), "{seen:?}");
-        assert!(seen.contains(&format!("/select/{tenant}/prometheus/api/v1/query_range")), "{seen:?}");
-        assert!(seen.iter().all(|p| proxy.single_node_path(p).is_some()), "only cluster paths: {seen:?}");
+    let cluster = Flavour::VictoriaMetricsCluster;
+    let rw = WriteProtocol::RemoteWrite;
+    check_layout(cluster, rw, "7:3", "/insert/7:3/prometheus/api/v1/write", "/select/7:3/prometheus");
+    let lp = WriteProtocol::LineProtocol;
+    check_layout(cluster, lp, "42", "/insert/42/influx/api/v2/write", "/select/42/prometheus");
+}
+
+/// Mimir and Thanos are not packaged here: their path layouts and tenant headers are checked against
+/// a proxy that refuses anything else (and any request without the tenant header), in front of
+/// VictoriaMetrics single-node, which speaks the same remote write and query API.
+#[test]
+fn mimir_and_thanos_paths_and_tenant_headers_answer_as_embedded() {
+    if !installed("victoria-metrics", "-version") {
+        return;
     }
+    let rw = WriteProtocol::RemoteWrite;
+    check_layout(Flavour::Mimir, rw, "team-a", "/api/v1/push", "/prometheus");
+    check_layout(Flavour::Thanos, rw, "team-b", "/api/v1/receive", "");
 }
 
 // === Prometheus and our own server ===
