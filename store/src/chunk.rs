@@ -219,3 +219,12 @@ fn decode_appending(data: &[u8], ts: &mut Vec<i64>, vals: &mut Vec<f64>) -> Resu
     }
     Ok(n)
 }
+
+/// `(start, step)` when every interval is the same (any series of one or two samples).
+pub(crate) fn regular_step(ts: &[i64]) -> Option<(i64, u64)> {
+    let start = *ts.first()?;
+    let step = ts.get(1).map_or(0, |t| t.wrapping_sub(start));
+    // Wrapping both here and in the decoder keeps any input exact, even out-of-contract ones.
+    let on_grid = ts.windows(2).all(|w| w[1].wrapping_sub(w[0]) == step);
+    on_grid.then_some((start, step as u64))
+}

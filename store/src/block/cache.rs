@@ -42,24 +42,12 @@ impl Cached {
     /// A chunk's decoded times and values, in time order.
     pub fn new(ts: &[i64], vals: &[f64]) -> Cached {
         debug_assert_eq!(ts.len(), vals.len());
-        if let [start, second, ..] = *ts {
-            let step = second.wrapping_sub(start);
-            if step > 0 && ts.windows(2).all(|w| w[1].wrapping_sub(w[0]) == step) {
-                return Cached::Regular { start, step, vals: vals.into() };
-            }
+        // The same test the pco encoder uses to store times as a start and a step; a step of 0 or one
+        // that wraps (one sample, out-of-contract times) keeps whole samples.
+        if let Some((start, step)) = crate::chunk::regular_step(ts).filter(|&(_, step)| (step as i64) > 0) {
+            return Cached::Regular { start, step: step as i64, vals: vals.into() };
         }
         Cached::Samples(ts.iter().zip(vals).map(|(&t, &v)| Sample::new(t, v)).collect())
-    }
-
-    pub fn len(&self) -> usize {
-        match self {
-            Cached::Regular { vals, .. } => vals.len(),
-            Cached::Samples(s) => s.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// What the entry counts against the cache's bound.

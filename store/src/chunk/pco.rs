@@ -34,7 +34,7 @@ pub(crate) fn encode(ts: &[i64], vals: &[f64], out: &mut Vec<u8>) -> Result<(), 
     let fc = FileCompressor::default();
     fc.write_header(&mut *out)?;
     let paging = PagingSpec::Exact(vec![ts.len()]);
-    match regular_step(ts) {
+    match super::regular_step(ts) {
         Some((start, step)) => {
             out.push(TS_REGULAR);
             varint::put_varint(out, start);
@@ -153,15 +153,6 @@ pub(crate) fn decode(data: &[u8], n: usize, ts: &mut Vec<i64>, vals: &mut Vec<f6
         return Err(ChunkError::Corrupt("trailing bytes after pco payload"));
     }
     Ok(())
-}
-
-/// `(start, step)` when every interval is the same (any series of one or two samples).
-fn regular_step(ts: &[i64]) -> Option<(i64, u64)> {
-    let start = *ts.first()?;
-    let step = ts.get(1).map_or(0, |t| t.wrapping_sub(start));
-    // Wrapping both here and in the decoder keeps any input exact, even out-of-contract ones.
-    let on_grid = ts.windows(2).all(|w| w[1].wrapping_sub(w[0]) == step);
-    on_grid.then_some((start, step as u64))
 }
 
 fn read_stream<'a, T: Number + Default>(
