@@ -106,6 +106,21 @@ def main():
         ratios = [med("argus", "total_seconds", m) / med(peer, "total_seconds", m) for m in machines]
         print(f"argus / {peer} fit+score time, per machine: " + ", ".join(f"{x:.3f}" for x in ratios)
               + f"; median {statistics.median(ratios):.3f}")
+    # Seed spread: per machine, the mean AUC-ROC over seeds on each side, the difference and its standard
+    # error (Welch); "equal" means the difference is within two standard errors.
+    print()
+    print("| machine | sklearn AUC-ROC mean ± sd | argus AUC-ROC mean ± sd | argus − sklearn | 2 × std. error |")
+    print("|---|---:|---:|---:|---:|")
+    for m in machines:
+        sk = [r["auc_roc"] for r in runs if r["side"] == "sklearn" and r["machine"] == m]
+        ar = [r["auc_roc"] for r in runs if r["side"] == "argus" and r["machine"] == m]
+        if len(sk) < 2 or len(ar) < 2:
+            continue
+        se = (statistics.variance(sk) / len(sk) + statistics.variance(ar) / len(ar)) ** 0.5
+        print(f"| {m} | {statistics.mean(sk):.4f} ± {statistics.stdev(sk):.4f} | "
+              f"{statistics.mean(ar):.4f} ± {statistics.stdev(ar):.4f} | "
+              f"{statistics.mean(ar) - statistics.mean(sk):+.4f} | {2 * se:.4f} |")
+    print()
     for side in ("sklearn", "sklearn_all_cores", "argus"):
         mean_roc = statistics.mean(med(side, "auc_roc", m) for m in machines)
         mean_pr = statistics.mean(med(side, "auc_pr", m) for m in machines)
