@@ -58,6 +58,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
+    if let Ok(dir) = std::env::var("NAB_DUMP") {
+        // One `score` line per point of every file, under DIR with the file's path: for analysis elsewhere.
+        use argus_analyzer::detect::StreamDetector;
+        for f in &corpus.files {
+            let mut d = Univariate::new(params.clone());
+            let out = PathBuf::from(&dir).join(&f.path);
+            std::fs::create_dir_all(out.parent().ok_or("path")?)?;
+            let lines: Vec<String> =
+                f.timestamps.iter().zip(&f.values).map(|(&t, &v)| d.update(t, v).score.to_string()).collect();
+            std::fs::write(out, lines.join("\n"))?;
+        }
+    }
     let report = evaluate(&corpus, || Univariate::new(params.clone()))?;
     if std::env::var_os("NAB_PERFILE").is_some() {
         use argus_analyzer::detect::StreamDetector;

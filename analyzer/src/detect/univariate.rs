@@ -8,12 +8,18 @@
 //! point until the baseline catches up; a series that is always spiky stops alarming on its usual spikes. The
 //! record is forgotten when the threshold's warm-up ends, since its early surprises were measured against a
 //! rough baseline. The expected value and the band are the threshold's.
+//!
+//! Beside the record stage sits a novelty check: a value beyond the whole range the series has shown, by
+//! more than [`NoveltyParams::tolerance`] of that range and in the watched direction, is anomalous however
+//! surprised the record stage is, provided the band or the likelihood finds it at least
+//! [`NoveltyParams::min_surprise`] unusual. A series that reaches a level it has never reached is what an
+//! operator wants to hear about, even when an old spike set the record higher than this point's deviation.
 
 use serde::{Deserialize, Serialize};
 
 use super::likelihood::{Likelihood, LikelihoodParams};
 use super::threshold::{Threshold, ThresholdParams};
-use super::{StreamDetector, Verdict};
+use super::{Direction, StreamDetector, Verdict};
 
 /// Parameters of the univariate ensemble.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +31,27 @@ pub struct UnivariateParams {
     pub record_decay: f64,
     /// The record never falls below this.
     pub record_floor: f64,
+    pub novelty: NoveltyParams,
+}
+
+/// When a value beyond the series' whole range counts as anomalous on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NoveltyParams {
+    /// Share of the range seen so far a value must lie beyond it; 0 turns the check off.
+    pub tolerance: f64,
+    /// Points seen before the check starts: a range learnt from fewer says little.
+    pub after: u64,
+    /// The raw surprise (band or likelihood score) a novel value needs as well.
+    pub min_surprise: f64,
+    /// The score a novel value gets, at the least; above 2, so it is a strong finding in `ensemble` on its own.
+    pub score: f64,
+}
+
+impl Default for NoveltyParams {
+    fn default() -> Self {
+        NoveltyParams { tolerance: 0.01, after: 150, min_surprise: 0.5, score: 2.2 }
+    }
 }
 
 impl Default for UnivariateParams {
@@ -34,6 +61,7 @@ impl Default for UnivariateParams {
             likelihood: LikelihoodParams::default(),
             record_decay: 0.999,
             record_floor: 1.0,
+            novelty: NoveltyParams::default(),
         }
     }
 }
@@ -46,11 +74,62 @@ pub struct Univariate {
     record_decay: f64,
     record_floor: f64,
     record: f64,
+    /// Absent from models saved before the check existed: they resume with the default check, learning the
+    /// range afresh.
+    #[serde(default)]
+    novelty: Novelty,
+}
+
+/// The novelty check's parameters and the range seen so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Novelty {
+    params: NoveltyParams,
+    direction: Direction,
+    seen: u64,
+    /// The lowest and highest finite values seen (meaningless while `seen` is 0).
+    lo: f64,
+    hi: f64,
+}
+
+impl Default for Novelty {
+    fn default() -> Self {
+        Novelty::new(NoveltyParams::default(), Direction::Both)
+    }
+}
+
+impl Novelty {
+    fn new(params: NoveltyParams, direction: Direction) -> Self {
+        Novelty { params, direction, seen: 0, lo: 0.0, hi: 0.0 }
+    }
+
+    /// The novelty score of `value` given its raw surprise (0 when not novel); widens the range.
+    fn update(&mut self, value: f64, raw: f64) -> f64 {
+        if !value.is_finite() {
+            return 0.0;
+        }
+        let (lo, hi, seen) = (self.lo, self.hi, self.seen);
+        (self.lo, self.hi) = if seen == 0 { (value, value) } else { (lo.min(value), hi.max(value)) };
+        self.seen += 1;
+        let p = &self.params;
+        if p.tolerance <= 0.0 || seen < p.after.max(1) || raw < p.min_surprise {
+            return 0.0;
+        }
+        let margin = p.tolerance * (hi - lo);
+        let deviation = if value > hi + margin {
+            value - hi
+        } else if value < lo - margin {
+            value - lo
+        } else {
+            return 0.0;
+        };
+        if self.direction.keeps(deviation) { p.score } else { 0.0 }
+    }
 }
 
 impl Univariate {
     pub fn new(params: UnivariateParams) -> Self {
         Univariate {
+            novelty: Novelty::new(params.novelty, params.threshold.direction),
             threshold: Threshold::new(params.threshold),
             likelihood: Likelihood::new(params.likelihood),
             record_decay: params.record_decay,
@@ -70,10 +149,11 @@ impl StreamDetector for Univariate {
         let warming = self.threshold.period().is_none();
         self.threshold.update(t_ms, value);
         let raw = verdict.score.max(self.likelihood.update(z.abs()));
+        let novel = self.novelty.update(value, raw);
         if self.record_decay <= 0.0 {
-            return Verdict { score: raw, ..verdict };
+            return Verdict { score: raw.max(novel), ..verdict };
         }
-        let score = raw / self.record;
+        let score = (raw / self.record).max(novel);
         self.record = (self.record * self.record_decay).max(raw).max(self.record_floor);
         if warming && self.threshold.period().is_some() {
             self.record = self.record_floor;
@@ -96,6 +176,67 @@ mod tests {
         assert!(shifted[0] > 1.0, "{}", shifted[0]);
         // While the baseline catches up the surprise can edge past its record a few times, then never again.
         assert!(shifted[10..].iter().all(|&s| s < 1.0), "{shifted:?}");
+    }
+
+    /// A series that once spiked to 100 and settles around 10: the record stage stays deaf to deviations
+    /// below that spike's for a long while, but a level never seen before still alarms.
+    fn spiked_then_quiet(e: &mut Univariate) {
+        let noise = |i: u64| super::super::threshold::tests::noise(i as usize);
+        for i in 0..1500 {
+            let v = if i == 1000 { 100.0 } else { 10.0 + noise(i) };
+            e.update(i as i64, v);
+        }
+    }
+
+    #[test]
+    fn a_value_beyond_the_whole_range_alarms_despite_the_record() {
+        // A drop to -5 deviates far less than the old spike did, so the record stage alone stays quiet; but
+        // the series has never been that low.
+        let mut e = Univariate::new(UnivariateParams::default());
+        spiked_then_quiet(&mut e);
+        assert!(e.update(1500, -5.0).score >= 2.2);
+        let params =
+            UnivariateParams { novelty: NoveltyParams { tolerance: 0.0, ..Default::default() }, ..Default::default() };
+        let mut e = Univariate::new(params);
+        spiked_then_quiet(&mut e);
+        assert!(e.update(1500, -5.0).score < 1.0);
+        // Within the range seen (under the old spike) nothing changes: no alarm.
+        let mut e = Univariate::new(UnivariateParams::default());
+        spiked_then_quiet(&mut e);
+        assert!(e.update(1500, 60.0).score < 1.0);
+    }
+
+    #[test]
+    fn novelty_keeps_to_the_watched_direction_and_waits_for_history() {
+        let mut params = UnivariateParams::default();
+        params.threshold.direction = Direction::Above;
+        let mut e = Univariate::new(params.clone());
+        spiked_then_quiet(&mut e);
+        assert!(e.update(1500, -5.0).score < 1.0, "a new low is not watched");
+        let mut e = Univariate::new(params);
+        spiked_then_quiet(&mut e);
+        assert!(e.update(1500, 104.0).score >= 2.2);
+
+        let mut n = Novelty::new(NoveltyParams::default(), Direction::Both);
+        for i in 0..150 {
+            assert_eq!(n.update(f64::from(i), 10.0), 0.0, "point {i} comes before the check starts");
+        }
+        assert_eq!(n.update(160.0, 10.0), 2.2);
+        assert_eq!(n.update(161.0, 10.0), 0.0, "within 1 % of the range: {}..{}", n.lo, n.hi);
+        assert_eq!(n.update(1000.0, 0.4), 0.0, "below the surprise the band must see too");
+        assert_eq!(n.update(f64::NAN, 10.0), 0.0);
+    }
+
+    #[test]
+    fn a_model_saved_before_the_novelty_check_resumes_with_it() {
+        let mut e = Univariate::new(UnivariateParams::default());
+        for i in 0..1000 {
+            e.update(i, (i as f64 / 10.0).sin());
+        }
+        let mut json: serde_json::Value = serde_json::to_value(&e).unwrap();
+        json.as_object_mut().unwrap().remove("novelty");
+        let back: Univariate = serde_json::from_value(json).unwrap();
+        assert_eq!(back.novelty, Novelty::default());
     }
 
     #[test]

@@ -99,7 +99,37 @@ fn make_threshold(
             p.threshold.min_period, p.threshold.max_period
         ));
     }
+    let n = &p.novelty;
+    for (key, value) in [("tolerance", n.tolerance), ("min_surprise", n.min_surprise), ("score", n.score)] {
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(format!("novelty.{key} = {value} must be a number at or above 0"));
+        }
+    }
     p.threshold.direction = direction;
     p.threshold.min_abs = p.threshold.min_abs.max(min_deviation);
     Ok(Box::new(Seasonal::new(p)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn threshold(params: &str) -> Result<Box<dyn Univariate>, String> {
+        let v: toml::Value = toml::from_str(params).unwrap();
+        make("threshold", Some(&v), Direction::Both, 0.0)
+    }
+
+    #[test]
+    fn threshold_params_are_checked_and_named() {
+        assert!(threshold("[novelty]\ntolerance = 0.02").is_ok());
+        assert!(threshold("[novelty]\ntolerance = 0.0").is_ok(), "0 turns the check off");
+        let err = threshold("[novelty]\ntolerance = -0.1").err().unwrap();
+        assert_eq!(err, "novelty.tolerance = -0.1 must be a number at or above 0");
+        let err = threshold("[novelty]\nscore = nan").err().unwrap();
+        assert!(err.starts_with("novelty.score = NaN"), "{err}");
+        let err = threshold("[novelty]\nwidth = 1").err().unwrap();
+        assert!(err.contains("width"), "{err}");
+        let err = threshold("[threshold]\nk = 0.0").err().unwrap();
+        assert_eq!(err, "threshold.k = 0 must be above 0");
+    }
 }
