@@ -12,9 +12,13 @@ the time of day / week), fitted on the first 80 % as the eval's models are:
    before it starts, so a gradient-boosted classifier (14 lagged changes, the level, minute of day,
    weekday; fitted on the first 80 %) is asked to find such moves in the scored part. If it cannot, the
    misses after calm stretches bound the share any forecaster reaches, even one perfect everywhere else.
+3. With `--helios-vcs DIR`: the same classifier on Helios with the per-VC series behind it added (running
+   and pending jobs and GPUs, idle GPUs, quota: level, 15- and 60-minute changes), to see whether the
+   richer inputs announce the steps.
 
     pip install numpy scikit-learn
-    python3 bench/forecast_headroom.py --data /work/shared/data/forecast
+    python3 bench/forecast_headroom.py --data /work/shared/data/forecast \
+        --helios-vcs /work/shared/data/helios/earth_vcs
 
 Needs numpy and scikit-learn (not standard library, unlike most bench scripts).
 """
@@ -37,7 +41,28 @@ def load(path):
     return np.array([float(r[1]) for r in rows]), [dt.datetime.fromisoformat(r[0]) for r in rows]
 
 
-def analyse(path):
+def vc_features(vc_dir, t, n):
+    """Per-VC level and 15/60-minute changes of each count, for origins `t`; checks the VCs sum to the series."""
+    cols = ("running_job_num", "pending_job_num", "running_gpu_num", "pending_gpu_num", "idle_gpu_num",
+            "total_gpu_num")
+    feats, demand = [], np.zeros(n)
+    for name in sorted(os.listdir(vc_dir)):
+        a = np.genfromtxt(os.path.join(vc_dir, name), delimiter=",", names=True, dtype=None, encoding=None)
+        demand += a["running_gpu_num"] + a["pending_gpu_num"]
+        for c in cols:
+            x = a[c].astype(float)
+            feats += [x[t], x[t] - x[t - 15], x[t] - x[t - 60]]
+    return feats, demand
+
+
+def announce(xs, cls, tr, te):
+    model = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05, random_state=0).fit(xs[tr], cls[tr])
+    pred = model.predict(xs[te])
+    announced = pred > 0
+    return announced, announced & (pred == cls[te])
+
+
+def analyse(path, vc_dir=None):
     y, ts = load(path)
     n = len(y)
     start = int(n * 0.8)
@@ -76,10 +101,7 @@ def analyse(path):
     cls = np.where(up, 2, np.where(down, 1, 0))
     tr = fitted & calm & nonzero
     te = s & calm
-    model = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05, random_state=0).fit(xs[tr], cls[tr])
-    pred = model.predict(xs[te])
-    announced = pred > 0
-    right = announced & (pred == cls[te])
+    announced, right = announce(xs, cls, tr, te)
     print(f"- after calm stretches, a classifier fitted on the first 80 % announces a > 8 % move at "
           f"{announced.sum()} of {te.sum()} scored origins, rightly at {right.sum()} "
           f"(actual moves: {(cls[te] > 0).sum()})")
@@ -87,16 +109,23 @@ def analyse(path):
     bound = 1 - ((miss & calm)[s].sum() - right.sum()) / s.sum()
     print(f"- bound on the ±8 % share for a forecaster perfect after every move and as good as this "
           f"classifier after calm stretches: {100 * bound:.1f} %")
+    if vc_dir:
+        extra, demand = vc_features(vc_dir, t, n)
+        same = np.array_equal(demand, y)
+        announced, right = announce(np.column_stack(feats + extra), cls, tr, te)
+        print(f"- with the per-VC series of {vc_dir} (their demand sums to this series: {same}), the classifier "
+              f"announces a > 8 % move at {announced.sum()} calm origins, rightly at {right.sum()}")
     print()
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="/work/shared/data/forecast", help="folder of timestamp,value CSVs")
+    ap.add_argument("--helios-vcs", help="folder of the per-VC CSVs behind the Helios series")
     args = ap.parse_args()
     for name in sorted(os.listdir(args.data)):
         if name.endswith(".csv"):
-            analyse(os.path.join(args.data, name))
+            analyse(os.path.join(args.data, name), args.helios_vcs if name.startswith("helios") else None)
 
 
 if __name__ == "__main__":
