@@ -20,11 +20,7 @@ const SERIES: usize = 50;
 #[path = "support/raw_http.rs"]
 mod raw_http;
 
-use raw_http::http;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use raw_http::{free_port, http};
 
 fn start(dir: &Path, config: &Path, addr: &str) -> Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_argus"))

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const SERIES: usize = 500;
 
 #[path = "support/raw_http.rs"]
+#[allow(dead_code)]
 mod raw_http;
 
 use raw_http::http;

@@ -3,14 +3,13 @@
 //! Skipped with a message when `prometheus` is not installed (scripts/install-peers.sh installs it,
 //! and scripts/test.sh runs that first).
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[path = "support/raw_http.rs"]
 mod raw_http;
 
-use raw_http::http;
+use raw_http::{free_port, http};
 
 struct Killed(Child);
 
@@ -19,10 +18,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn get(addr: &str, path: &str) -> Option<(u16, String)> {

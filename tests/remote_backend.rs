@@ -25,8 +25,7 @@ use axum::http::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use expect_test::expect;
-use server::{Server, now_ms};
-use std::net::TcpListener;
+use server::{Server, free_port, now_ms};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -205,10 +204,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind :0").local_addr().expect("addr").port()
 }
 
 fn installed(cmd: &str, version_flag: &str) -> bool {

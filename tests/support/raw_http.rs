@@ -2,8 +2,13 @@
 //! body, and no client library should stand between them and a server that may die mid-request.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
+
+/// A loopback port free at the time of asking.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind :0").local_addr().expect("local addr").port()
+}
 
 /// One request on its own connection: the status and the body.
 pub fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, String)> {

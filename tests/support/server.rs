@@ -337,7 +337,8 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
+/// A loopback port free at the time of asking.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("bind :0").local_addr().expect("local addr").port()
 }
 
