@@ -528,7 +528,7 @@ fn judge(
         .unwrap_or_default();
     let ctx = alerts::Context { rule, labels, metric, value: *value, score, expected, band, peer: out.peer };
     match &mut t.firing {
-        None if t.anomalous_steps >= cfg.alert_after => {
+        None if t.anomalous_steps >= cfg.alert_after || cfg.alert_at_once > 0.0 && score >= cfg.alert_at_once => {
             let f = Firing { since: end, detector: top, last_sent: end };
             alerts.push(alerts::firing(&ctx, &f, end, rule.interval));
             t.firing = Some(f);

@@ -139,6 +139,42 @@ async fn an_injected_fault_is_scored_written_back_and_alerted_once() {
     assert_eq!(resolved[0].labels, first_alert.labels);
 }
 
+/// One step of GPU 3 far out of its range, then back: fires at once by default, never with
+/// `alert_at_once = 0` (it is anomalous for one step only, fewer than `alert_after`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_step_far_out_alerts_at_once_unless_turned_off() {
+    for (at_once, expect_alert) in [("", true), ("alert_at_once = 0", false)] {
+        let (_dir, backend, now) = setup().await;
+        let start = now - 70 * 60_000;
+        let spike = now - 3 * 60_000;
+        let mut series = temperatures(start, now, i64::MAX);
+        for s in series[3].samples.iter_mut().filter(|s| s.t == spike) {
+            s.v = 140.0;
+        }
+        backend.write(series).await.unwrap();
+        let intake = Arc::new(Intake::default());
+        let rule = format!(
+            "warmup = \"1h\"\nalert_after = 3\n{at_once}\n[[rule]]\nname = \"hot\"\n\
+             query = \"gpu_temperature_celsius\"\ndetectors = [\"threshold\"]\ndirection = \"above\"\n"
+        );
+        let mut a = Analyzer::new(config(&rule), backend.clone(), intake.clone(), None, Metrics::default());
+        let mut t = spike - 2 * 60_000;
+        while t <= now {
+            a.tick(t).await;
+            t += STEP;
+        }
+        let alerts = intake.0.lock().clone();
+        let firing: Vec<&Alert> = alerts.iter().filter(|a| !a.annotations.is_empty()).collect();
+        if expect_alert {
+            assert_eq!(firing.len(), 1, "{alerts:#?}");
+            assert_eq!(firing[0].labels["gpu"], "3");
+            assert!(alerts.iter().any(|a| a.annotations.is_empty()), "it resolves after the step: {alerts:#?}");
+        } else {
+            assert!(alerts.is_empty(), "{alerts:#?}");
+        }
+    }
+}
+
 #[test]
 fn configuration_errors_name_the_key() {
     let bad = |text: &str| toml::from_str::<Config>(text).unwrap().validate().unwrap_err().to_string();
@@ -150,6 +186,8 @@ fn configuration_errors_name_the_key() {
     assert!(e.contains("rule \"x\".query") && e.contains("not valid PromQL"), "{e}");
     let e = bad("[[rule]]\nname = \"x\"\nquery = \"up\"\ndetectors = [\"ewma\"]\n[rule.params.ewma]\nalpha = 3.0");
     assert!(e.contains("params.ewma") && e.contains("alpha"), "{e}");
+    let e = bad("alert_at_once = 0.5");
+    assert!(e.contains("alert_at_once") && e.contains("0 (off) or a score above 1"), "{e}");
     let e = bad("interval = \"soon\"");
     assert!(e.contains("interval") && e.contains("not a duration"), "{e}");
     // No rules: the defaults over the collector's series validate.

@@ -35,6 +35,10 @@ pub struct Config {
     /// Consecutive anomalous steps before an alert fires, and normal steps before it resolves.
     pub alert_after: Option<u32>,
     pub resolve_after: Option<u32>,
+    /// A step whose score reaches this fires at once, without waiting for `alert_after` steps (default
+    /// 2: one detector far out of a single-detector rule, or both detectors of a pair well out); 0 turns
+    /// it off. A sharp anomaly is often a single step: the record stage scores only its first point high.
+    pub alert_at_once: Option<f64>,
     /// Where anomalies are posted: unset means the alertd inside this process; otherwise an
     /// Alertmanager API v2 base URL (`http://alertd:9700`), to which `/api/v2/alerts` is appended.
     pub alert_url: Option<String>,
@@ -92,6 +96,8 @@ pub struct Valid {
     pub max_catchup: Duration,
     pub alert_after: u32,
     pub resolve_after: u32,
+    /// 0 when off, else above 1.
+    pub alert_at_once: f64,
     pub alert_url: Option<String>,
     pub checkpoint: Duration,
     pub forget_after: Duration,
@@ -154,6 +160,10 @@ impl Config {
             return Err(err("interval", "must be at least 1s"));
         }
         let rules = if self.rules.is_empty() { default_rules() } else { self.rules.clone() };
+        let alert_at_once = self.alert_at_once.unwrap_or(2.0);
+        if !(alert_at_once == 0.0 || alert_at_once.is_finite() && alert_at_once > 1.0) {
+            return Err(err("alert_at_once", format!("{alert_at_once} must be 0 (off) or a score above 1")));
+        }
         let mut seen = std::collections::HashSet::new();
         let mut valid = Vec::with_capacity(rules.len());
         for (i, r) in rules.iter().enumerate() {
@@ -169,6 +179,7 @@ impl Config {
             max_catchup: duration("max_catchup", &self.max_catchup, Duration::from_secs(3600))?,
             alert_after: self.alert_after.unwrap_or(3).max(1),
             resolve_after: self.resolve_after.unwrap_or(3).max(1),
+            alert_at_once,
             alert_url: self.alert_url.clone().filter(|u| !u.is_empty()),
             checkpoint: duration("checkpoint", &self.checkpoint, Duration::from_secs(300))?,
             forget_after: duration("forget_after", &self.forget_after, Duration::from_secs(3600))?,
