@@ -112,6 +112,11 @@ impl Threshold {
         }
     }
 
+    /// The side of the expected value it watches.
+    pub fn direction(&self) -> Direction {
+        self.params.direction
+    }
+
     /// The period in use, once warm-up is over (1 without a season).
     pub fn period(&self) -> Option<usize> {
         (self.n as usize >= self.params.warmup).then(|| self.seasonal.len().max(1))

@@ -75,7 +75,7 @@ pub struct Univariate {
     record_floor: f64,
     record: f64,
     /// Absent from models saved before the check existed: they resume with the default check, learning the
-    /// range afresh.
+    /// range afresh. It watches the threshold's direction.
     #[serde(default)]
     novelty: Novelty,
 }
@@ -84,7 +84,6 @@ pub struct Univariate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Novelty {
     params: NoveltyParams,
-    direction: Direction,
     seen: u64,
     /// The lowest and highest finite values seen (meaningless while `seen` is 0).
     lo: f64,
@@ -93,17 +92,18 @@ struct Novelty {
 
 impl Default for Novelty {
     fn default() -> Self {
-        Novelty::new(NoveltyParams::default(), Direction::Both)
+        Novelty::new(NoveltyParams::default())
     }
 }
 
 impl Novelty {
-    fn new(params: NoveltyParams, direction: Direction) -> Self {
-        Novelty { params, direction, seen: 0, lo: 0.0, hi: 0.0 }
+    fn new(params: NoveltyParams) -> Self {
+        Novelty { params, seen: 0, lo: 0.0, hi: 0.0 }
     }
 
-    /// The novelty score of `value` given its raw surprise (0 when not novel); widens the range.
-    fn update(&mut self, value: f64, raw: f64) -> f64 {
+    /// The novelty score of `value` given its raw surprise (0 when not novel, or beyond the range on the
+    /// side `direction` does not watch); widens the range.
+    fn update(&mut self, value: f64, raw: f64, direction: Direction) -> f64 {
         if !value.is_finite() {
             return 0.0;
         }
@@ -122,14 +122,14 @@ impl Novelty {
         } else {
             return 0.0;
         };
-        if self.direction.keeps(deviation) { p.score } else { 0.0 }
+        if direction.keeps(deviation) { p.score } else { 0.0 }
     }
 }
 
 impl Univariate {
     pub fn new(params: UnivariateParams) -> Self {
         Univariate {
-            novelty: Novelty::new(params.novelty, params.threshold.direction),
+            novelty: Novelty::new(params.novelty),
             threshold: Threshold::new(params.threshold),
             likelihood: Likelihood::new(params.likelihood),
             record_decay: params.record_decay,
@@ -149,7 +149,7 @@ impl StreamDetector for Univariate {
         let warming = self.threshold.period().is_none();
         self.threshold.update(t_ms, value);
         let raw = verdict.score.max(self.likelihood.update(z.abs()));
-        let novel = self.novelty.update(value, raw);
+        let novel = self.novelty.update(value, raw, self.threshold.direction());
         if self.record_decay <= 0.0 {
             return Verdict { score: raw.max(novel), ..verdict };
         }
@@ -217,14 +217,15 @@ mod tests {
         spiked_then_quiet(&mut e);
         assert!(e.update(1500, 104.0).score >= 2.2);
 
-        let mut n = Novelty::new(NoveltyParams::default(), Direction::Both);
+        let mut n = Novelty::new(NoveltyParams::default());
+        let both = Direction::Both;
         for i in 0..150 {
-            assert_eq!(n.update(f64::from(i), 10.0), 0.0, "point {i} comes before the check starts");
+            assert_eq!(n.update(f64::from(i), 10.0, both), 0.0, "point {i} comes before the check starts");
         }
-        assert_eq!(n.update(160.0, 10.0), 2.2);
-        assert_eq!(n.update(161.0, 10.0), 0.0, "within 1 % of the range: {}..{}", n.lo, n.hi);
-        assert_eq!(n.update(1000.0, 0.4), 0.0, "below the surprise the band must see too");
-        assert_eq!(n.update(f64::NAN, 10.0), 0.0);
+        assert_eq!(n.update(160.0, 10.0, both), 2.2);
+        assert_eq!(n.update(161.0, 10.0, both), 0.0, "within 1 % of the range: {}..{}", n.lo, n.hi);
+        assert_eq!(n.update(1000.0, 0.4, both), 0.0, "below the surprise the band must see too");
+        assert_eq!(n.update(f64::NAN, 10.0, both), 0.0);
     }
 
     #[test]
@@ -237,6 +238,22 @@ mod tests {
         json.as_object_mut().unwrap().remove("novelty");
         let back: Univariate = serde_json::from_value(json).unwrap();
         assert_eq!(back.novelty, Novelty::default());
+    }
+
+    #[test]
+    fn a_resumed_model_keeps_its_direction_in_the_novelty_check() {
+        let mut params = UnivariateParams::default();
+        params.threshold.direction = Direction::Above;
+        let mut e = Univariate::new(params);
+        spiked_then_quiet(&mut e);
+        let mut json: serde_json::Value = serde_json::to_value(&e).unwrap();
+        json.as_object_mut().unwrap().remove("novelty");
+        let mut back: Univariate = serde_json::from_value(json).unwrap();
+        for i in 1500..1700 {
+            back.update(i, 10.0);
+        }
+        assert!(back.update(1700, -5.0).score < 1.0, "a new low is not watched after a resume either");
+        assert!(back.update(1701, 104.0).score >= 2.2);
     }
 
     #[test]
