@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use argus_analyzer::detect::univariate::{Univariate, UnivariateParams};
-use argus_analyzer::eval::nab::{corpus::Corpus, evaluate, reference};
+use argus_analyzer::eval::nab::{corpus::Corpus, evaluate, reference, stream};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::args().nth(1).ok_or("usage: nab DIR [PARAMS_JSON]")?);
@@ -60,25 +60,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Ok(dir) = std::env::var("NAB_DUMP") {
         // One `score` line per point of every file, under DIR with the file's path: for analysis elsewhere.
-        use argus_analyzer::detect::StreamDetector;
         for f in &corpus.files {
-            let mut d = Univariate::new(params.clone());
             let out = PathBuf::from(&dir).join(&f.path);
             std::fs::create_dir_all(out.parent().ok_or("path")?)?;
             let lines: Vec<String> =
-                f.timestamps.iter().zip(&f.values).map(|(&t, &v)| d.update(t, v).score.to_string()).collect();
+                stream(f, &mut Univariate::new(params.clone())).iter().map(f64::to_string).collect();
             std::fs::write(out, lines.join("\n"))?;
         }
     }
     let report = evaluate(&corpus, || Univariate::new(params.clone()))?;
     if std::env::var_os("NAB_PERFILE").is_some() {
-        use argus_analyzer::detect::StreamDetector;
         use argus_analyzer::eval::nab::{gather, sweep};
         let p = &corpus.profiles[0];
         let t = report.profiles[0].threshold_whole;
         for f in &corpus.files {
-            let mut d = Univariate::new(params.clone());
-            let s: Vec<f64> = f.timestamps.iter().zip(&f.values).map(|(&t, &v)| d.update(t, v).score).collect();
+            let s = stream(f, &mut Univariate::new(params.clone()));
             let g = gather([(f, s.as_slice())]).map_err(|e| format!("{e:?}"))?;
             let (raw, c) = sweep::score_at(&g.points, g.windows, t, p);
             println!("{:60} {:7.2} windows {} tp {} fp {}", f.path, raw, g.windows, c.tp, c.fp);

@@ -181,6 +181,11 @@ impl NabRun {
 }
 
 /// Streams every file through a fresh detector from `make` and scores the result.
+/// `d`'s score at every point of `file`, fed point by point.
+pub fn stream(file: &DataFile, d: &mut impl StreamDetector) -> Vec<f64> {
+    file.timestamps.iter().zip(&file.values).map(|(&t, &v)| d.update(t, v).score).collect()
+}
+
 pub fn evaluate<D: StreamDetector>(corpus: &Corpus, mut make: impl FnMut() -> D) -> Result<Report, NabError> {
     let started = Instant::now();
     let mut name = String::new();
@@ -190,7 +195,7 @@ pub fn evaluate<D: StreamDetector>(corpus: &Corpus, mut make: impl FnMut() -> D)
         .map(|f| {
             let mut d = make();
             name = d.name().to_string();
-            f.timestamps.iter().zip(&f.values).map(|(&t, &v)| d.update(t, v).score).collect()
+            stream(f, &mut d)
         })
         .collect();
     let detect_seconds = started.elapsed().as_secs_f64();
