@@ -31,6 +31,16 @@ impl Direction {
             Direction::Both => deviation != 0.0,
         }
     }
+
+    /// The size of a signed deviation (value − expected) in the watched direction: 0 when it points the
+    /// other way.
+    pub fn watched(self, deviation: f64) -> f64 {
+        match self {
+            Direction::Above => deviation.max(0.0),
+            Direction::Below => (-deviation).max(0.0),
+            Direction::Both => deviation.abs(),
+        }
+    }
 }
 
 /// A detector fed one series point by point, in time order, learning as it goes.

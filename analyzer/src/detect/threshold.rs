@@ -146,13 +146,8 @@ impl Threshold {
         let scale = self.scale.max(self.floor());
         let width = self.params.k * scale;
         let r = value - expected;
-        let deviation = match self.params.direction {
-            Direction::Above => r.max(0.0),
-            Direction::Below => (-r).max(0.0),
-            Direction::Both => r.abs(),
-        };
         let verdict = Verdict {
-            score: deviation / width,
+            score: self.params.direction.watched(r) / width,
             expected: Some(self.back(expected)),
             band: Some((self.back(expected - width), self.back(expected + width))),
         };

@@ -148,7 +148,9 @@ impl StreamDetector for Univariate {
         let (verdict, z) = self.threshold.peek(value);
         let warming = self.threshold.period().is_none();
         self.threshold.update(t_ms, value);
-        let raw = verdict.score.max(self.likelihood.update(z.abs()));
+        // The likelihood learns the residuals on the watched side only: a rule that watches rises must not
+        // alarm because a drop is unusually long or deep.
+        let raw = verdict.score.max(self.likelihood.update(self.threshold.direction().watched(z)));
         let novel = self.novelty.update(value, raw, self.threshold.direction());
         if self.record_decay <= 0.0 {
             return Verdict { score: raw.max(novel), ..verdict };
@@ -226,6 +228,20 @@ mod tests {
         assert_eq!(n.update(161.0, 10.0, both), 0.0, "within 1 % of the range: {}..{}", n.lo, n.hi);
         assert_eq!(n.update(1000.0, 0.4, both), 0.0, "below the surprise the band must see too");
         assert_eq!(n.update(f64::NAN, 10.0, both), 0.0);
+    }
+
+    #[test]
+    fn a_one_sided_rule_ignores_the_other_side_in_every_stage() {
+        // A rule watching rises only: a long deep drop must score nothing, though its residuals are huge.
+        let mut params = UnivariateParams::default();
+        params.threshold.direction = Direction::Above;
+        let mut e = Univariate::new(params);
+        let noise = |i: u64| super::super::threshold::tests::noise(i as usize);
+        for i in 0..2000 {
+            e.update(i as i64, 10.0 + noise(i));
+        }
+        let dropped: Vec<f64> = (2000..2100).map(|i| e.update(i as i64, -10.0 + noise(i)).score).collect();
+        assert!(dropped.iter().all(|&s| s < 1.0), "{dropped:?}");
     }
 
     #[test]
