@@ -14,6 +14,15 @@
 //! surprised the record stage is, provided the band or the likelihood finds it at least
 //! [`NoveltyParams::min_surprise`] unusual. A series that reaches a level it has never reached is what an
 //! operator wants to hear about, even when an old spike set the record higher than this point's deviation.
+//!
+//! And beside the record stage sits a sustained stage: the smallest raw surprise of the last
+//! [`SustainParams::points`] points, divided by a record of its own (decayed and floored like the first) and
+//! multiplied by [`SustainParams::gain`]. A brief spike hardly moves that record, since the smallest surprise
+//! around a one-point spike is small, so a deviation that lasts (a level shift, a stuck value, a slow
+//! excursion) alarms even after a much larger spike has deafened the record stage. The final score is the
+//! largest of the three.
+
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +41,25 @@ pub struct UnivariateParams {
     /// The record never falls below this.
     pub record_floor: f64,
     pub novelty: NoveltyParams,
+    pub sustain: SustainParams,
+}
+
+/// When a surprise that lasts counts as anomalous, whatever brief spikes came before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SustainParams {
+    /// Points a surprise must last: the stage scores the smallest raw surprise of the last `points`; 0 turns
+    /// the stage off.
+    pub points: usize,
+    /// Multiplies the sustained surprise over its record: above 1, a lasting surprise alarms a little before
+    /// it reaches its record (a lasting deviation is rarer than a brief one of the same size).
+    pub gain: f64,
+}
+
+impl Default for SustainParams {
+    fn default() -> Self {
+        SustainParams { points: 12, gain: 1.5 }
+    }
 }
 
 /// When a value beyond the series' whole range counts as anomalous on its own.
@@ -62,6 +90,7 @@ impl Default for UnivariateParams {
             record_decay: 0.999,
             record_floor: 1.0,
             novelty: NoveltyParams::default(),
+            sustain: SustainParams::default(),
         }
     }
 }
@@ -78,6 +107,56 @@ pub struct Univariate {
     /// range afresh. It watches the threshold's direction.
     #[serde(default)]
     novelty: Novelty,
+    /// Absent from models saved before the stage existed: they resume with the default stage.
+    #[serde(default)]
+    sustain: Sustain,
+}
+
+/// The sustained stage's parameters, the last raw surprises and its record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Sustain {
+    params: SustainParams,
+    /// The last `params.points` raw surprises, oldest first.
+    recent: VecDeque<f64>,
+    record: f64,
+}
+
+impl Default for Sustain {
+    fn default() -> Self {
+        Sustain::new(SustainParams::default(), UnivariateParams::default().record_floor)
+    }
+}
+
+impl Sustain {
+    fn new(params: SustainParams, floor: f64) -> Self {
+        Sustain { recent: VecDeque::new(), params, record: floor }
+    }
+
+    /// The sustained score after a point of raw surprise `raw` (0 until `points` points are in); decays and
+    /// raises the record like the record stage's.
+    fn update(&mut self, raw: f64, decay: f64, floor: f64) -> f64 {
+        let points = self.params.points;
+        if points == 0 {
+            return 0.0;
+        }
+        if self.recent.len() == points {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(raw);
+        if self.recent.len() < points {
+            return 0.0;
+        }
+        let lasting = self.recent.iter().copied().fold(f64::INFINITY, f64::min);
+        let score = self.params.gain * lasting / self.record;
+        self.record = (self.record * decay).max(lasting).max(floor);
+        score
+    }
+
+    /// Forgets the surprises measured against the warm-up's rough baseline.
+    fn reset(&mut self, floor: f64) {
+        self.recent.clear();
+        self.record = floor;
+    }
 }
 
 /// The novelty check's parameters and the range seen so far.
@@ -130,6 +209,7 @@ impl Univariate {
     pub fn new(params: UnivariateParams) -> Self {
         Univariate {
             novelty: Novelty::new(params.novelty),
+            sustain: Sustain::new(params.sustain, params.record_floor),
             threshold: Threshold::new(params.threshold),
             likelihood: Likelihood::new(params.likelihood),
             record_decay: params.record_decay,
@@ -155,10 +235,12 @@ impl StreamDetector for Univariate {
         if self.record_decay <= 0.0 {
             return Verdict { score: raw.max(novel), ..verdict };
         }
-        let score = (raw / self.record).max(novel);
+        let lasting = self.sustain.update(raw, self.record_decay, self.record_floor);
+        let score = (raw / self.record).max(novel).max(lasting);
         self.record = (self.record * self.record_decay).max(raw).max(self.record_floor);
         if warming && self.threshold.period().is_some() {
             self.record = self.record_floor;
+            self.sustain.reset(self.record_floor);
         }
         Verdict { score, ..verdict }
     }
@@ -169,14 +251,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_level_shift_alarms_at_its_start_only() {
-        let mut e = Univariate::new(UnivariateParams::default());
-        let noise = |i: u64| super::super::threshold::tests::noise(i as usize);
-        let quiet: Vec<f64> = (0..2000).map(|i| e.update(i as i64, 10.0 + noise(i)).score).collect();
-        assert!(quiet[700..].iter().all(|&s| s < 1.0), "{}", quiet[700..].iter().cloned().fold(0.0, f64::max));
-        let shifted: Vec<f64> = (2000..2300).map(|i| e.update(i as i64, 30.0 + noise(i)).score).collect();
+    fn a_level_shift_alarms_at_its_start_and_while_it_lasts_not_after() {
+        let run = |params: UnivariateParams| {
+            let mut e = Univariate::new(params);
+            let noise = |i: u64| super::super::threshold::tests::noise(i as usize);
+            let quiet: Vec<f64> = (0..2000).map(|i| e.update(i as i64, 10.0 + noise(i)).score).collect();
+            assert!(quiet[700..].iter().all(|&s| s < 1.0), "{}", quiet[700..].iter().cloned().fold(0.0, f64::max));
+            (2000..2300).map(|i| e.update(i as i64, 30.0 + noise(i)).score).collect::<Vec<f64>>()
+        };
+        let shifted = run(UnivariateParams::default());
         assert!(shifted[0] > 1.0, "{}", shifted[0]);
-        // While the baseline catches up the surprise can edge past its record a few times, then never again.
+        // Once the surprise has lasted 12 points the sustained stage speaks, until the baseline has caught
+        // up; then never again.
+        assert!(shifted[11] > 1.0, "{shifted:?}");
+        assert!(shifted[40..].iter().all(|&s| s < 1.0), "{shifted:?}");
+        // The record stage alone: while the baseline catches up the surprise can edge past its record a few
+        // times, then never again.
+        let off = UnivariateParams { sustain: SustainParams { points: 0, ..Default::default() }, ..Default::default() };
+        let shifted = run(off);
+        assert!(shifted[0] > 1.0, "{}", shifted[0]);
         assert!(shifted[10..].iter().all(|&s| s < 1.0), "{shifted:?}");
     }
 
@@ -230,6 +323,41 @@ mod tests {
         assert_eq!(n.update(f64::NAN, 10.0, both), 0.0);
     }
 
+    /// Quiet noise around 10 with one spike to 100 at point 1000, then `shift` from point 1500 on for
+    /// `len` points; the scores of the shifted points.
+    fn spike_then_shift(e: &mut Univariate, shift: f64, len: u64) -> Vec<f64> {
+        spiked_then_quiet(e);
+        let noise = |i: u64| super::super::threshold::tests::noise(i as usize);
+        (1500..1500 + len).map(|i| e.update(i as i64, shift + noise(i)).score).collect()
+    }
+
+    #[test]
+    fn a_lasting_shift_alarms_under_the_record_of_a_bigger_spike() {
+        // The shift to 40 deviates less than the spike did and stays within the range seen, so neither the
+        // record stage nor the novelty check would speak; it lasts, so the sustained stage does.
+        let off = UnivariateParams { sustain: SustainParams { points: 0, ..Default::default() }, ..Default::default() };
+        let quiet = spike_then_shift(&mut Univariate::new(off), 40.0, 40);
+        assert!(quiet.iter().all(|&s| s < 1.0), "{quiet:?}");
+        let scores = spike_then_shift(&mut Univariate::new(UnivariateParams::default()), 40.0, 40);
+        let first = scores.iter().position(|&s| s > 1.0).expect("the lasting shift alarms");
+        assert!(first >= 11, "not before the surprise has lasted 12 points: {scores:?}");
+        assert!(first < 20, "{scores:?}");
+    }
+
+    #[test]
+    fn brief_spikes_do_not_raise_the_sustained_record() {
+        let mut s = Sustain::new(SustainParams::default(), 1.0);
+        for i in 0..100 {
+            let raw = if i % 20 == 0 { 50.0 } else { 0.2 };
+            assert!(s.update(raw, 0.999, 1.0) < 1.0, "point {i}");
+        }
+        assert_eq!(s.record, 1.0, "the smallest surprise around each spike is the quiet one");
+        let lasting: Vec<f64> = (0..12).map(|_| s.update(3.0, 0.999, 1.0)).collect();
+        assert_eq!(lasting[11], 1.5 * 3.0, "twelve points of surprise 3 against the floor, times the gain");
+        assert!(lasting[..11].iter().all(|&v| v < 1.0), "{lasting:?}");
+        assert_eq!(s.record, 3.0);
+    }
+
     #[test]
     fn a_one_sided_rule_ignores_the_other_side_in_every_stage() {
         // A rule watching rises only: a long deep drop must score nothing, though its residuals are huge.
@@ -245,15 +373,17 @@ mod tests {
     }
 
     #[test]
-    fn a_model_saved_before_the_novelty_check_resumes_with_it() {
+    fn a_model_saved_before_the_novelty_check_or_the_sustained_stage_resumes_with_them() {
         let mut e = Univariate::new(UnivariateParams::default());
         for i in 0..1000 {
             e.update(i, (i as f64 / 10.0).sin());
         }
         let mut json: serde_json::Value = serde_json::to_value(&e).unwrap();
         json.as_object_mut().unwrap().remove("novelty");
+        json.as_object_mut().unwrap().remove("sustain");
         let back: Univariate = serde_json::from_value(json).unwrap();
         assert_eq!(back.novelty, Novelty::default());
+        assert_eq!(back.sustain, Sustain::default());
     }
 
     #[test]

@@ -60,7 +60,10 @@ pub fn load(name: &str, state: serde_json::Value) -> Result<Box<dyn Univariate>,
 
 fn params<P: DeserializeOwned + Default>(v: Option<&toml::Value>) -> Result<P, String> {
     match v {
-        Some(v) => v.clone().try_into().map_err(|e: toml::de::Error| e.message().to_string()),
+        Some(v) => serde_path_to_error::deserialize(v.clone()).map_err(|e| match e.path().to_string().as_str() {
+            "." => e.inner().message().to_string(),
+            path => format!("{path}: {}", e.inner().message()),
+        }),
         None => Ok(P::default()),
     }
 }
@@ -81,6 +84,9 @@ fn make_ewma(v: Option<&toml::Value>, direction: Direction, min_deviation: f64) 
     p.min_deviation = p.min_deviation.max(min_deviation);
     Ok(Box::new(Ewma::new(p)))
 }
+
+/// The longest a surprise may be asked to last, in points.
+const MAX_SUSTAIN_POINTS: usize = 1000;
 
 /// `threshold`: the seasonal dynamic threshold with the anomaly likelihood and the record stage — the
 /// detector `argus eval nab` measures.
@@ -104,6 +110,13 @@ fn make_threshold(
         if !(value.is_finite() && value >= 0.0) {
             return Err(format!("novelty.{key} = {value} must be a number at or above 0"));
         }
+    }
+    if !(p.sustain.gain.is_finite() && p.sustain.gain >= 0.0) {
+        return Err(format!("sustain.gain = {} must be a number at or above 0", p.sustain.gain));
+    }
+    // Every watched series keeps its last `points` surprises.
+    if p.sustain.points > MAX_SUSTAIN_POINTS {
+        return Err(format!("sustain.points = {} must be at most {MAX_SUSTAIN_POINTS}", p.sustain.points));
     }
     p.threshold.direction = direction;
     p.threshold.min_abs = p.threshold.min_abs.max(min_deviation);
@@ -129,6 +142,13 @@ mod tests {
         assert!(err.starts_with("novelty.score = NaN"), "{err}");
         let err = threshold("[novelty]\nwidth = 1").err().unwrap();
         assert!(err.contains("width"), "{err}");
+        assert!(threshold("[sustain]\npoints = 0").is_ok(), "0 turns the stage off");
+        let err = threshold("[sustain]\npoints = 5000").err().unwrap();
+        assert_eq!(err, "sustain.points = 5000 must be at most 1000");
+        let err = threshold("[sustain]\ngain = -1.0").err().unwrap();
+        assert_eq!(err, "sustain.gain = -1 must be a number at or above 0");
+        let err = threshold("[sustain]\npoints = -3").err().unwrap();
+        assert_eq!(err, "sustain.points: invalid value: integer `-3`, expected usize");
         let err = threshold("[threshold]\nk = 0.0").err().unwrap();
         assert_eq!(err, "threshold.k = 0 must be above 0");
     }
