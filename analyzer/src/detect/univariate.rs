@@ -49,7 +49,7 @@ pub struct UnivariateParams {
 #[serde(default, deny_unknown_fields)]
 pub struct SustainParams {
     /// Points a surprise must last: the stage scores the smallest raw surprise of the last `points`; 0 turns
-    /// the stage off.
+    /// the stage off (as does turning the record stage off, whose decay and floor it shares).
     pub points: usize,
     /// Multiplies the sustained surprise over its record: above 1, a lasting surprise alarms a little before
     /// it reaches its record (a lasting deviation is rarer than a brief one of the same size).
