@@ -1,7 +1,7 @@
 //! Detector state on disk: one JSON file per rule under the analyzer's state directory, replaced
 //! atomically (written beside, synced, renamed). The format is in docs/format/analyzer-state.md.
-//! State saved for a different query, detector list or step is not reused: the rule changed, so
-//! its detectors start again (warmed on history).
+//! State saved for a different query, detector list, step, detector parameters, direction or minimum
+//! deviation is not reused: the rule changed, so its detectors start again (warmed on history).
 
 use super::alerts::Firing;
 use super::config::Rule;
@@ -21,6 +21,9 @@ struct File {
     query: String,
     detectors: Vec<String>,
     interval_ms: i64,
+    /// Absent from files written before it was kept: those resume as before.
+    #[serde(default)]
+    settings: Option<String>,
     last_step: Option<i64>,
     series: Vec<SeriesState>,
 }
@@ -34,6 +37,13 @@ struct SeriesState {
     anomalous_steps: u32,
     normal_steps: u32,
     firing: Option<Firing>,
+}
+
+/// What a rule's detectors were made with beyond their names: every detector's parameters, the direction
+/// and the minimum deviation, which the detectors' saved states hold copies of. A change to any of them
+/// must not be ignored by resuming states made under the old values.
+fn settings(rule: &Rule) -> String {
+    serde_json::to_string(&(&rule.params, rule.direction, rule.min_deviation)).unwrap_or_default()
 }
 
 fn path(dir: &Path, rule: &str) -> PathBuf {
@@ -51,6 +61,7 @@ struct FileOut<'a> {
     query: &'a str,
     detectors: &'a [String],
     interval_ms: i64,
+    settings: String,
     last_step: Option<i64>,
     series: SeriesOut<'a>,
 }
@@ -84,6 +95,7 @@ pub fn save(dir: &Path, r: &RuleState) -> std::io::Result<()> {
         query: &r.rule.query,
         detectors: &r.rule.univariate,
         interval_ms: r.rule.interval.as_millis() as i64,
+        settings: settings(&r.rule),
         last_step: r.last_step,
         series: SeriesOut(&r.series),
     };
@@ -121,6 +133,7 @@ pub fn load(dir: &Path, rule: &Rule) -> Option<(Option<i64>, HashMap<Labels, Tra
     if file.query != rule.query
         || file.detectors != rule.univariate
         || file.interval_ms != rule.interval.as_millis() as i64
+        || file.settings.is_some_and(|s| s != settings(rule))
     {
         tracing::info!(rule = %rule.name, "The rule changed since its state was saved; its detectors start afresh");
         return None;
@@ -152,4 +165,40 @@ pub fn load(dir: &Path, rule: &Rule) -> Option<(Option<i64>, HashMap<Labels, Tra
     }
     tracing::info!(rule = %rule.name, series = series.len(), "Analyzer state restored");
     Some((file.last_step, series))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::config::Config;
+
+    fn rule(extra: &str) -> Rule {
+        let text = format!(
+            "[[rule]]\nname = \"temp\"\nquery = \"gpu_temperature_celsius\"\ndetectors = [\"threshold\"]\n{extra}"
+        );
+        let c: Config = toml::from_str(&text).unwrap();
+        c.validate().unwrap().rules.remove(0)
+    }
+
+    #[test]
+    fn state_saved_under_other_detector_settings_is_not_resumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let saved = rule("direction = \"above\"\n[rule.params.threshold.sustain]\npoints = 6\n");
+        let state = RuleState { rule: saved.clone(), last_step: Some(1_000), series: HashMap::new() };
+        save(dir.path(), &state).unwrap();
+        assert_eq!(load(dir.path(), &saved).map(|(step, _)| step), Some(Some(1_000)));
+        for changed in [
+            "direction = \"below\"\n[rule.params.threshold.sustain]\npoints = 6\n",
+            "direction = \"above\"\n[rule.params.threshold.sustain]\npoints = 8\n",
+            "direction = \"above\"\nmin_deviation = 2.0\n[rule.params.threshold.sustain]\npoints = 6\n",
+        ] {
+            assert!(load(dir.path(), &rule(changed)).is_none(), "{changed}");
+        }
+        // A file from before the settings were kept resumes as it always did.
+        let file = path(dir.path(), "temp");
+        let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        json.as_object_mut().unwrap().remove("settings");
+        std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
+        assert!(load(dir.path(), &rule("direction = \"below\"\n")).is_some());
+    }
 }
