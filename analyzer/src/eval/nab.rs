@@ -180,12 +180,12 @@ impl NabRun {
     }
 }
 
-/// Streams every file through a fresh detector from `make` and scores the result.
 /// `d`'s score at every point of `file`, fed point by point.
 pub fn stream(file: &DataFile, d: &mut impl StreamDetector) -> Vec<f64> {
     file.timestamps.iter().zip(&file.values).map(|(&t, &v)| d.update(t, v).score).collect()
 }
 
+/// Streams every file through a fresh detector from `make` and scores the result.
 pub fn evaluate<D: StreamDetector>(corpus: &Corpus, mut make: impl FnMut() -> D) -> Result<Report, NabError> {
     let started = Instant::now();
     let mut name = String::new();
