@@ -144,6 +144,24 @@ pub(crate) fn err(key: impl Into<String>, reason: impl Into<String>) -> ConfigEr
     ConfigError { key: key.into(), reason: reason.into() }
 }
 
+/// Reads a parameters table into `T`, naming the key a bad value sits under (`sustain.points: invalid
+/// value: …`): `toml`'s own error from a `Value` says what is wrong but not where. An unknown key is
+/// named by its message already, so only the table holding it is.
+pub(crate) fn params_table<T: serde::de::DeserializeOwned>(v: toml::Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let message = e.inner().message();
+        let path = e.path().to_string();
+        let path = match message.starts_with("unknown field") {
+            true => path.rsplit_once('.').map_or(".", |(table, _)| table),
+            false => &path,
+        };
+        match path {
+            "." => message.to_string(),
+            path => format!("{path}: {message}"),
+        }
+    })
+}
+
 pub(crate) fn duration(key: &str, s: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
     let Some(s) = s else { return Ok(default) };
     let d = humantime::parse_duration(s).map_err(|_| err(key, format!("{s:?} is not a duration (e.g. 10s, 5m)")))?;

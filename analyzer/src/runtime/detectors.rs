@@ -60,10 +60,7 @@ pub fn load(name: &str, state: serde_json::Value) -> Result<Box<dyn Univariate>,
 
 fn params<P: DeserializeOwned + Default>(v: Option<&toml::Value>) -> Result<P, String> {
     match v {
-        Some(v) => serde_path_to_error::deserialize(v.clone()).map_err(|e| match e.path().to_string().as_str() {
-            "." => e.inner().message().to_string(),
-            path => format!("{path}: {}", e.inner().message()),
-        }),
+        Some(v) => super::config::params_table(v.clone()),
         None => Ok(P::default()),
     }
 }

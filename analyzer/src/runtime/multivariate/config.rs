@@ -19,7 +19,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::super::config::{ConfigError, duration, err};
+use super::super::config::{ConfigError, duration, err, params_table};
 
 /// One `[[analyzer.multivariate]]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -160,7 +160,7 @@ fn params(at: &str, written: Option<&toml::Value>) -> Result<MultivariateParams,
         }
         overlay(&mut merged, w);
     }
-    let p: MultivariateParams = merged.try_into().map_err(|e: toml::de::Error| err(at, e.message().to_string()))?;
+    let p: MultivariateParams = params_table(merged).map_err(|e| err(at, e))?;
     let f = &p.features;
     if !(f.raw || f.diff || f.rolling_mean || f.rolling_std) {
         return Err(err(format!("{at}.features"), "turns every feature off"));
@@ -246,6 +246,10 @@ mod tests {
                 "multivariate \"gpu\".params.smooth: must be at least",
             ),
             (format!("{OK}[multivariate.params]\ntrees = 5\n"), "multivariate \"gpu\".params: unknown field `trees`"),
+            (
+                format!("{OK}[multivariate.params]\niforest = {{ n_trees = -1 }}\n"),
+                "multivariate \"gpu\".params: iforest.n_trees: invalid value: integer `-1`, expected usize",
+            ),
             (format!("{OK}{OK}"), "the name is used by another multivariate model"),
         ];
         for (text, expected) in cases {
