@@ -68,7 +68,8 @@ pub struct Wal {
 impl Wal {
     /// Opens the WAL in `dir`, handing every intact entry to `apply` in write order. A torn or corrupt
     /// entry is cut off with everything after it (such bytes were never acknowledged: an entry is
-    /// acknowledged only once it is whole on disk) and reported. Writing continues in a new segment.
+    /// acknowledged only once it is whole on disk) and reported; a segment with nothing readable is
+    /// removed. Writing continues in a new segment.
     pub fn open(
         dir: &Path,
         segment_size: u64,
@@ -89,12 +90,23 @@ impl Wal {
             let (entries, bad) = read_segment(&data, &mut apply);
             report.entries += entries;
             if let Some((offset, why)) = bad {
-                let f = OpenOptions::new().write(true).open(path).map_err(io(path))?;
-                f.set_len(offset as u64).map_err(io(path))?;
-                f.sync_all().map_err(io(path))?;
+                if offset == 0 {
+                    // Nothing in it is readable. Left as an empty file it would fail again at the next
+                    // start, from the middle of the log by then, and cut off the segments written since.
+                    // The new segment's creation below syncs the directory, so the removal is durable
+                    // before anything is written after it.
+                    fs::remove_file(path).map_err(io(path))?;
+                } else {
+                    let f = OpenOptions::new().write(true).open(path).map_err(io(path))?;
+                    f.set_len(offset as u64).map_err(io(path))?;
+                    f.sync_all().map_err(io(path))?;
+                }
                 report.truncated.push((path.clone(), (data.len() - offset) as u64, why));
-                // A hole in the middle of the log would reorder history: drop what follows it.
-                cut_rest = *n != segments.last().map(|s| s.0).unwrap_or(0);
+                // A hole in the middle of the log would reorder history: drop what follows it. A segment
+                // shorter than its header leaves no hole: it was torn while being created, and entries
+                // are written only after the header is synced.
+                let last = *n == segments.last().map(|s| s.0).unwrap_or(0);
+                cut_rest = !last && data.len() >= HEADER_LEN;
             }
         }
         let next = segments.last().map(|s| s.0 + 1).unwrap_or(1);

@@ -83,6 +83,72 @@ fn flipped_byte_stops_replay_at_that_entry() {
     assert_eq!(rep.truncated[0].2, "checksum mismatch");
 }
 
+/// A crash while a segment was being created leaves it shorter than its header. It never held an entry,
+/// so recovery removes it and keeps the segments after it: entries acknowledged in the segment opened
+/// after that recovery survive every later restart.
+#[test]
+fn a_segment_torn_at_creation_never_cuts_off_later_entries() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let (mut w, _) = Wal::open(d.path(), 1 << 20, |_| {}).unwrap();
+        w.append(&entry(1, 1, 1.0)).unwrap();
+        w.sync().unwrap();
+    }
+    // The crash: segment 2 exists with part of its header.
+    fs::write(d.path().join("00000002"), &MAGIC[..3]).unwrap();
+    let (got, rep) = recover_then_write(d.path(), 2);
+    assert_eq!(got, 1);
+    assert_eq!(rep.truncated.len(), 1, "{:?}", rep.truncated);
+    assert_eq!(rep.truncated[0].2, "bad segment header");
+    assert!(!d.path().join("00000002").exists(), "the torn segment is removed, not left to trip on");
+    // The entry acknowledged after the torn segment survives.
+    assert_replays_cleanly(d.path(), 2);
+}
+
+/// Opens the WAL as a restart does, then appends and syncs one entry; how many entries were replayed,
+/// and the report.
+fn recover_then_write(dir: &Path, r: u32) -> (usize, ReplayReport) {
+    let mut got = 0;
+    let (mut w, rep) = Wal::open(dir, 1 << 20, |_| got += 1).unwrap();
+    w.append(&entry(r, i64::from(r), 1.0)).unwrap();
+    w.sync().unwrap();
+    (got, rep)
+}
+
+/// Two restarts in a row replay `entries` entries and cut nothing.
+fn assert_replays_cleanly(dir: &Path, entries: usize) {
+    for _ in 0..2 {
+        let (got, rep) = replay(dir);
+        assert_eq!(got.len(), entries);
+        assert!(rep.truncated.is_empty(), "{:?}", rep.truncated);
+    }
+}
+
+/// A segment in the middle of the log whose header is corrupt cuts off the segments after it (a hole
+/// would reorder history), once: it is removed, so entries written after that recovery survive.
+#[test]
+fn a_corrupt_segment_cuts_off_what_follows_it_once() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let (mut w, _) = Wal::open(d.path(), 1 << 20, |_| {}).unwrap();
+        w.append(&entry(1, 1, 1.0)).unwrap();
+        w.cut().unwrap();
+        w.append(&entry(2, 2, 2.0)).unwrap();
+        w.cut().unwrap();
+        w.append(&entry(3, 3, 3.0)).unwrap();
+        w.sync().unwrap();
+    }
+    let seg2 = d.path().join("00000002");
+    let mut data = fs::read(&seg2).unwrap();
+    data[0] ^= 0xff;
+    fs::write(&seg2, data).unwrap();
+    let (got, rep) = recover_then_write(d.path(), 4);
+    assert_eq!(got, 1, "segment 1 only: 2 is unreadable and 3 would come after a hole");
+    assert_eq!(rep.truncated.len(), 2, "{:?}", rep.truncated);
+    // Segment 1 and the entry written after the recovery.
+    assert_replays_cleanly(d.path(), 2);
+}
+
 #[test]
 fn cut_and_remove_before() {
     let d = tempfile::tempdir().unwrap();
