@@ -166,7 +166,7 @@ pub struct ScrapeTargetConfig {
     pub url: String,
     /// The `job` label (default "scrape"); `instance` is the URL's host:port.
     pub job: Option<String>,
-    /// More labels on every scraped series (a scraped label of the same name wins).
+    /// More labels on every scraped series; a scraped label of the same name is kept as `exported_<name>`.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
 }
