@@ -250,10 +250,25 @@ impl Head {
 
     /// Re-creates a series under a known reference (WAL replay).
     pub fn insert(&mut self, r: u32, labels: Labels) {
-        if (r as usize) < self.series.len() {
+        if let Some(slot) = self.series.get(r as usize) {
+            // The WAL names series in the order a batch first uses them, so a lower reference can come
+            // after a higher one, whose insertion left a placeholder here: fill it.
+            if slot.state != SlotState::Freed {
+                return;
+            }
+            self.index_hash(labels.stable_hash(), r);
+            self.postings.insert(r, &labels);
+            self.label_bytes += series_bytes(&labels);
+            self.live += 1;
+            self.series[r as usize] = MemSeries {
+                labels: Arc::new(labels),
+                data: SeriesChunks::default(),
+                active: self.epoch,
+                state: SlotState::Live,
+            };
             return;
         }
-        // References are dense; replay may skip numbers only if a series record was lost, so pad.
+        // References are dense; pad the numbers not named yet (or never, if a series record was lost).
         while self.series.len() < r as usize {
             self.series.push(MemSeries {
                 labels: Arc::new(Labels::default()),

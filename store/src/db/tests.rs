@@ -47,6 +47,29 @@ fn writes_survive_restart_via_wal_and_via_blocks() {
     assert!(wal_files <= 2, "flush truncated the WAL ({wal_files} segments left)");
 }
 
+/// After a flush the WAL names each series again at its first use, which need not be the order of
+/// their references: replay must take a lower reference named after a higher one.
+#[test]
+fn series_named_out_of_reference_order_replay_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let now = now_ms();
+    {
+        let db = Db::open(opts(d.path())).unwrap();
+        write(&db, &format!("m,host=a v=1 {now}\nm,host=b v=1 {now}")).unwrap();
+        db.flush().unwrap();
+        // b (reference 1) is named before a (reference 0) in the segment the flush left.
+        write(&db, &format!("m,host=b v=2 {}\nm,host=a v=2 {}", now + 1, now + 1)).unwrap();
+        db.close();
+    }
+    let db = Db::open(opts(d.path())).unwrap();
+    let both = vec![(now, 1.0), (now + 1, 2.0)];
+    for host in ["a", "b"] {
+        let s = db.select(&[Matcher::eq("__name__", "m_v"), Matcher::eq("host", host)], i64::MIN, i64::MAX).unwrap();
+        let got: Vec<(i64, f64)> = s.into_iter().flat_map(|s| s.samples).map(|x| (x.t, x.v)).collect();
+        assert_eq!(got, both, "host {host}: the acknowledged sample at now + 1 is replayed");
+    }
+}
+
 #[test]
 fn out_of_order_rewrite_and_replace_across_blocks_and_head() {
     let d = tempfile::tempdir().unwrap();
