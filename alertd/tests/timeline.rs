@@ -251,6 +251,28 @@ async fn a_new_incident_notifies_its_first_alert_whatever_its_places_backoff() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_incidents_first_notification_goes_out_however_long_ago_its_alert_began() {
+    let c = ("cluster", "c1");
+    // group_wait longer than burst_window: at the first flush the alert began 5m ago.
+    let cfg = format!("global: {{resolve_timeout: 1h}}\n{}", CORRELATE.replace("group_wait: 30s", "group_wait: 5m"));
+    let got = Timeline::new(&cfg)
+        .push(secs(0), vec![alert(&[c, ("alertname", "HostDown"), ("host", "h1")], None)])
+        .run(secs(600))
+        .await;
+    expect![[r#"
+        5m00s team Firing [HostDown@h1] incident=1 cause=node_down"#]]
+    .assert_eq(&got);
+    // An alert that began long before it reached alertd (one that fired while alertd was down) is
+    // flushed at once, as Alertmanager does, and notified.
+    let mut old = alert(&[c, ("alertname", "HostDown"), ("host", "h1")], None);
+    old.starts_at = Some(T0 - secs(600));
+    let got = Timeline::new(CORRELATE).push(secs(0), vec![old]).run(secs(300)).await;
+    expect![[r#"
+        0s team Firing [HostDown@h1] incident=1 cause=node_down"#]]
+    .assert_eq(&got);
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_update_within_update_interval_waits_and_batches_what_begins_meanwhile() {
     let cfg = format!(
         "global: {{resolve_timeout: 1h}}\n{}",

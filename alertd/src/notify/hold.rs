@@ -42,7 +42,10 @@ impl Stage for HoldStage {
             // The news is resolutions or the repeat interval, not new firing alerts.
             return Ok(alerts);
         }
-        let burst_start = ctx.incident.map(|(c, _)| ctx.now - c.cfg.burst_window);
+        // A burst must have begun within `burst_window` to count for an update. An incident's first
+        // notification takes its alerts however long ago they began: they may have waited out a long
+        // group_wait, or fired while alertd was down.
+        let burst_start = ctx.incident.filter(|_| entry.is_some()).map(|(c, _)| ctx.now - c.cfg.burst_window);
         // Alerts new since the last notification: `steady` ones lead a burst; `riders` (flapping
         // alerts, and alerts that had been notified and have begun again since) join one.
         let (mut steady, mut riders) = (0, 0);
