@@ -66,7 +66,10 @@ impl Sink {
         let (spool, lost) =
             Spool::open(&data_dir.join("spool").join(&cfg.name), cfg.spool_max_bytes, cfg.spool_segment_bytes)?;
         metrics.dropped(&cfg.name, "spool_corrupt", lost);
-        let mut client = reqwest::Client::builder().timeout(cfg.timeout).no_proxy();
+        // No redirects: following one turns the POST into a GET without its body, whose 2xx would count
+        // the batch as delivered. A redirect is answered as a failure that names where it points.
+        let mut client =
+            reqwest::Client::builder().timeout(cfg.timeout).no_proxy().redirect(reqwest::redirect::Policy::none());
         if let Some(path) = &cfg.ca_file {
             let bad = |e: &dyn std::fmt::Display| SinkError::Client(format!("ca_file {}: {e}", path.display()));
             let pem = std::fs::read(path).map_err(|e| bad(&e))?;
@@ -226,6 +229,14 @@ impl Sink {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
+        if status.is_redirection() {
+            // A proxy or a moved URL: keep the data (spooled) until the sink's url is fixed.
+            let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("nowhere");
+            return Err(SendError::Retry {
+                reason: format!("{status}: redirected to {to}; set the sink's url to where the store answers"),
+                retry_after,
+            });
+        }
         let body = resp.text().await.unwrap_or_default();
         let reason = format!("{status}: {}", body.chars().take(300).collect::<String>());
         if status.as_u16() == 429 || status.is_server_error() || status.as_u16() == 408 {

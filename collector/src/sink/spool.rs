@@ -148,11 +148,20 @@ impl Spool {
         buf.extend_from_slice(&rec.values.to_le_bytes());
         buf.extend_from_slice(&rec.body);
         let path = self.path(self.segments.back().map_or(0, |s| s.seq));
+        let end = self.segments.back().map_or(0, |s| s.bytes);
         let w = self
             .writer
             .as_mut()
             .ok_or_else(|| SpoolError::Io { path: path.clone(), source: std::io::Error::other("no open segment") })?;
-        w.write_all(&buf).map_err(|source| SpoolError::Io { path, source })?;
+        if let Err(source) = w.write_all(&buf) {
+            // A full disk can take part of the record before refusing the rest. Cut that part off, or the
+            // records written once space returns would sit behind an unreadable one and be lost with it;
+            // if the cut fails too, the next record starts a new segment.
+            if w.set_len(end).and_then(|()| w.seek(SeekFrom::Start(end))).is_err() {
+                self.writer = None;
+            }
+            return Err(SpoolError::Io { path, source });
+        }
         if let Some(s) = self.segments.back_mut() {
             s.bytes += size;
             s.values += u64::from(rec.values);

@@ -121,6 +121,39 @@ async fn a_stop_while_the_store_is_down_leaves_the_points_in_the_spool_for_the_n
     assert_eq!(*fake.accepted.lock().unwrap(), (1..=6).collect::<Vec<i64>>());
 }
 
+#[tokio::test]
+async fn a_redirect_is_not_a_delivery_and_the_points_wait_in_the_spool() {
+    // An authenticating proxy: the POST is sent to a login page that answers a GET with 200.
+    let app = axum::Router::new()
+        .route("/api/v1/write", axum::routing::post(|| async { (StatusCode::FOUND, [("location", "/login")]) }))
+        .route("/login", axum::routing::get(|| async { "sign in" }));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = SelfMetrics::default();
+    let sink = Sink::build(sink_config(&format!("http://{addr}/api/v1/write")), dir.path(), metrics.clone()).unwrap();
+    let (tx, rx) = mpsc::channel(16);
+    let task = tokio::spawn(sink.run(rx));
+    tx.send(batch(1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(tx);
+    task.await.unwrap();
+    let text = metrics.encode();
+    assert!(!text.contains(r#"argus_collector_points_sent_total{sink="default"} 1"#), "{text}");
+    assert!(!text.contains("argus_collector_points_dropped_total{"), "{text}");
+
+    let fake = Fake::default();
+    let url = serve(fake.clone()).await;
+    let sink = Sink::build(sink_config(&url), dir.path(), SelfMetrics::default()).unwrap();
+    let (tx, rx) = mpsc::channel(16);
+    let task = tokio::spawn(sink.run(rx));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(tx);
+    task.await.unwrap();
+    assert_eq!(*fake.accepted.lock().unwrap(), vec![1], "the spooled point reaches a store that answers");
+}
+
 #[test]
 fn remote_write_sends_events_as_line_protocol_beside_the_samples() {
     let mut b = Batch::new();
