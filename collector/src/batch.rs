@@ -141,6 +141,19 @@ impl Batch {
         self.points.is_empty()
     }
 
+    /// Leaves out NaN and infinite values (points left without a field go too); returns how many.
+    /// Line protocol cannot carry them, and a store refuses a whole body for one.
+    pub fn retain_finite(&mut self) -> u64 {
+        let mut gone = 0;
+        for p in &mut self.points {
+            let before = p.fields.len();
+            p.fields.retain(|(_, v)| !matches!(v, FieldValue::Num(x) if !x.is_finite()));
+            gone += (before - p.fields.len()) as u64;
+        }
+        self.points.retain(|p| !p.fields.is_empty());
+        gone
+    }
+
     /// Numeric fields in all points: the samples this batch carries.
     pub fn samples(&self) -> usize {
         self.points.iter().map(|p| p.fields.iter().filter(|(_, v)| matches!(v, FieldValue::Num(_))).count()).sum()

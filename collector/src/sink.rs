@@ -132,7 +132,11 @@ impl Sink {
         if self.pending.is_empty() {
             return;
         }
-        let batch = std::mem::take(&mut self.pending);
+        let mut batch = std::mem::take(&mut self.pending);
+        if self.cfg.format == SinkFormat::LineProtocol {
+            let gone = batch.retain_finite();
+            self.metrics.dropped(&self.cfg.name, "not_finite", gone);
+        }
         for rec in encode(&batch, self.cfg.format, self.cfg.max_samples) {
             if self.spool.is_empty() && self.retry_at.is_none() {
                 match self.send(&rec).await {

@@ -155,6 +155,20 @@ async fn a_redirect_is_not_a_delivery_and_the_points_wait_in_the_spool() {
 }
 
 #[test]
+fn line_protocol_leaves_out_values_it_cannot_carry_and_keeps_the_rest() {
+    // A Go target's summary quantiles are often NaN; line protocol has no NaN or infinity.
+    let mut b = Batch::new();
+    b.push(Point::scraped("go_gc_duration_seconds".into(), f64::NAN, 5));
+    b.push(Point::new("host", 5).field("load1", 0.5).field("load5", f64::INFINITY));
+    assert_eq!(b.retain_finite(), 2);
+    let recs = encode(&b, SinkFormat::LineProtocol, 100);
+    let mut lp = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(recs[0].body.as_slice()), &mut lp).unwrap();
+    assert_eq!(lp, "host load1=0.5 5\n");
+    argus_model::lineprotocol::parse(&lp).expect("the store takes the body");
+}
+
+#[test]
 fn remote_write_sends_events_as_line_protocol_beside_the_samples() {
     let mut b = Batch::new();
     b.push(Point::new("gpu", 5).tag("gpu", "0").field("power_watts", 1.0).text("xid", "Xid 79"));
