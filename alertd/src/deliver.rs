@@ -491,8 +491,13 @@ impl Worker {
                 let wait = error.retry_after().unwrap_or_else(|| self.policy.backoff(attempt));
                 tracing::warn!(%receiver, integration = %self.name, %key, attempt, batched = n, wait_ms = wait.as_millis() as u64, %error, "Notification failed, will retry");
                 // Times are whole milliseconds and `now` was truncated: round both up so the next
-                // attempt never comes sooner than `wait` after this failure.
-                let at = now + 1 + wait.as_micros().div_ceil(1000) as i64;
+                // attempt never comes sooner than `wait` after this failure. But never later than the
+                // give-up time: a receiver's Retry-After of days would hold every later notification of
+                // this integration behind this one.
+                let wait_ms = i64::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(i64::MAX);
+                let give_up_at =
+                    oldest.saturating_add(i64::try_from(self.policy.give_up_after.as_millis()).unwrap_or(i64::MAX));
+                let at = now.saturating_add(1).saturating_add(wait_ms).min(give_up_at.max(now + 1));
                 batch.iter().try_for_each(|e| self.outbox.retry_at(e.id, at, &error.to_string()))
             }
             Err(error) => {

@@ -204,6 +204,23 @@ async fn too_many_requests_waits_for_retry_after() {
 }
 
 #[tokio::test]
+async fn a_retry_after_past_the_give_up_time_holds_nothing_behind_it() {
+    // Ten days, then a value past any clock: the entry is retried at its give-up time and fails
+    // there, and the next one goes out.
+    let (r, url) = receiver(vec![Reply::TooMany(10 * 86_400), Reply::TooMany(u64::MAX / 2)]).await;
+    let policy = RetryPolicy { give_up_after: Duration::from_millis(300), ..fast_policy() };
+    let s = setup(webhook(&url, Duration::from_secs(5), None), policy);
+    let _w = s.deliverer.spawn();
+    let (n, next) = (alert_n(0), alert_n(1));
+    s.deliverer.notifier().notify(n.clone()).unwrap();
+    s.deliverer.notifier().notify(next.clone()).unwrap();
+    until("both done", || s.outbox.count(State::Pending).unwrap() == 0).await;
+    assert_eq!(s.outbox.state(&outbox::idempotency_key(&n)).unwrap().unwrap().0, "failed");
+    assert_eq!(s.outbox.state(&outbox::idempotency_key(&next)).unwrap().unwrap().0, "delivered");
+    assert_eq!(r.got().len(), 3);
+}
+
+#[tokio::test]
 async fn client_errors_are_not_retried() {
     let (r, url) = receiver(vec![Reply::Status(400)]).await;
     let s = setup(webhook(&url, Duration::from_secs(5), None), fast_policy());
