@@ -50,6 +50,10 @@ pub struct Engine {
     /// Where notifications go, for its housekeeping.
     notifier: Arc<dyn Notifier>,
     last_gc: Option<Timestamp>,
+    /// Silences until resolved that this process has seen match a firing alert; only those end when
+    /// none does any more. After a restart the engine holds no alert yet: the silence waits for its
+    /// alerts to come back (Prometheus resends them) rather than ending at the first other alert.
+    armed: std::collections::HashSet<String>,
 }
 
 impl Engine {
@@ -96,6 +100,7 @@ impl Engine {
             escalation_pipeline,
             notifier,
             last_gc: None,
+            armed: Default::default(),
         }
     }
 
@@ -150,6 +155,7 @@ impl Engine {
         let mut next = Engine::new(cfg, self.silences.clone(), self.nflog.clone(), notifier);
         next.store = std::mem::take(&mut self.store);
         next.last_gc = self.last_gc;
+        next.armed = std::mem::take(&mut self.armed);
         if next.cfg.flap == self.cfg.flap {
             next.flap = self.flap.take();
         }
@@ -208,11 +214,20 @@ impl Engine {
             .any(|a| !a.resolved_at(now) && matchers.iter().all(|m| m.matches(a.labels.get(&m.name).unwrap_or(""))))
     }
 
-    /// Expires, at `now`, each active silence until resolved that no firing alert matches any more:
-    /// the alerts it silenced (and any that matched it since) have all resolved.
+    /// Expires, at `now`, each active silence until resolved that no firing alert matches any more,
+    /// having matched one before: the alerts it silenced (and any that matched it since) have all
+    /// resolved.
     fn expire_resolved_silences(&mut self, now: Timestamp) {
         for s in self.silences.list() {
-            if !s.until_resolved || !s.active_at(now) || self.firing_matches(&s.matchers, now) {
+            if !s.until_resolved || !s.active_at(now) {
+                self.armed.remove(&s.id);
+                continue;
+            }
+            if self.firing_matches(&s.matchers, now) {
+                self.armed.insert(s.id.clone());
+                continue;
+            }
+            if !self.armed.remove(&s.id) {
                 continue;
             }
             match self.silences.expire(&s.id, now) {

@@ -138,6 +138,29 @@ async fn silence_mutes_while_active() {
     .assert_eq(&got);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_silence_until_resolved_kept_over_a_restart_waits_for_its_alerts() {
+    // The silence was made before a restart, while Slow@h1 fired; the new process holds no alert yet.
+    // Slow@h2 arrives first, then Slow@h1 comes back, resent by Prometheus, and resolves at 2m.
+    let h1 = [("alertname", "Slow"), ("host", "h1")];
+    let t = Timeline::new(INHIBIT);
+    let mut s = Silence::until_resolved(vec![Matcher::eq("host", "h1")], "test".into(), String::new(), T0, secs(3600));
+    s.id = "s1".into();
+    t.silences.set(s).unwrap();
+    let silences = t.silences.clone();
+    let got = t
+        .push(secs(0), vec![alert(&[("alertname", "Slow"), ("host", "h2")], None)])
+        .push(secs(20), vec![alert(&h1, None)])
+        .push(secs(120), vec![alert(&h1, Some(120))])
+        .run(secs(300))
+        .await;
+    // Slow@h1 stays muted: the silence ends only when it resolves, not at Slow@h2's arrival.
+    expect![[r#"
+        30s team Firing [Slow@h2]"#]]
+    .assert_eq(&got);
+    assert_eq!(silences.list()[0].ends_at, T0 + secs(120));
+}
+
 const FLAP: &str = r#"
 route:
   receiver: team
