@@ -152,14 +152,17 @@ impl Db {
     /// Label sets of the series selected by the matchers with samples in [mint, maxt], sorted.
     pub fn series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<Arc<Labels>>, DbError> {
         let mut set: BTreeSet<Arc<Labels>> = BTreeSet::new();
+        {
+            let head = self.shared.head.read();
+            if let Some(f) = &head.frozen {
+                set.extend(f.select_labels(matchers, mint, maxt));
+            }
+            set.extend(head.select_labels(matchers, mint, maxt));
+        }
+        // The blocks after the head, as a read takes them, so that a flush in between is not missed.
         for b in self.blocks_in(mint, maxt) {
             set.extend(b.select_labels(matchers, mint, maxt)?.into_iter().map(Arc::new));
         }
-        let head = self.shared.head.read();
-        if let Some(f) = &head.frozen {
-            set.extend(f.select_labels(matchers, mint, maxt));
-        }
-        set.extend(head.select_labels(matchers, mint, maxt));
         Ok(set.into_iter().collect())
     }
 
@@ -221,15 +224,19 @@ impl Db {
     /// Events whose labels the matchers select, in [mint, maxt], sorted by time.
     pub fn events(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<Vec<Event>, DbError> {
         let mut out = Vec::new();
-        for b in self.shared.blocks.read().iter() {
+        {
+            let head = self.shared.head.read();
+            let keep = |e: &&Event| e.t >= mint && e.t <= maxt && matches(matchers, &e.labels);
+            if let Some(f) = &head.frozen {
+                out.extend(f.events.iter().filter(keep).cloned());
+            }
+            out.extend(head.events().iter().filter(keep).cloned());
+        }
+        // The blocks after the head, as a read takes them, so that a flush in between is not missed.
+        let blocks: Vec<Arc<Block>> = self.shared.blocks.read().clone();
+        for b in &blocks {
             out.extend(b.events(matchers, mint, maxt)?);
         }
-        let head = self.shared.head.read();
-        let keep = |e: &&Event| e.t >= mint && e.t <= maxt && matches(matchers, &e.labels);
-        if let Some(f) = &head.frozen {
-            out.extend(f.events.iter().filter(keep).cloned());
-        }
-        out.extend(head.events().iter().filter(keep).cloned());
         // A rewritten event (same series, time and text) is one event, as a rewritten sample is one sample.
         out.sort_by(Event::cmp_by_time);
         out.dedup();

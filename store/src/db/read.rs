@@ -80,7 +80,6 @@ impl Db {
         F: Fn(&Arc<Labels>, &[Sample]) -> Result<Option<T>, E> + Sync,
         S: FnMut(Vec<T>) -> Result<(), E>,
     {
-        let blocks = self.blocks_in(mint, maxt);
         // The head's chunks are copied out under its lock (their places, not their samples) and
         // decoded a series at a time after it is let go, so that a large read does not hold up writes.
         let mem: Vec<Snapshot> = {
@@ -88,6 +87,9 @@ impl Db {
             let frozen = head.frozen.as_ref().map(|f| f.snapshot(matchers, mint, maxt));
             frozen.into_iter().chain(std::iter::once(head.snapshot(matchers, mint, maxt))).collect()
         };
+        // The blocks after the head: a flush that ends in between has added the frozen head's blocks
+        // by then (read twice, merged as one), where the other order could miss both.
+        let blocks = self.blocks_in(mint, maxt);
         let plan = plan(&blocks, &mem, matchers, mint, maxt)?;
         let read = Reading { blocks: &blocks, mem: &mem, mint, maxt, cache: &self.shared.cache };
         for part in plan.chunks(window.max(1)) {
