@@ -157,7 +157,8 @@ pub fn start(
         .with_metrics(delivery.clone());
     let notifier = Arc::new(HistoryNotifier { inner: Arc::new(deliverer.notifier()), db: db.clone() });
     let capacity = Arc::new(deliverer.notifier());
-    let engine = Engine::new(cfg, silences.clone(), nflog, notifier);
+    let mut engine = Engine::new(cfg, silences.clone(), nflog, notifier);
+    engine.number_incidents_after(db.last_incident_number()?);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
     let started = Timestamp(now.as_millis() as i64);
     let shared = Shared::new(engine, TokioClock::starting_at(started));

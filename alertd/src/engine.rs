@@ -54,6 +54,9 @@ pub struct Engine {
     /// none does any more. After a restart the engine holds no alert yet: the silence waits for its
     /// alerts to come back (Prometheus resends them) rather than ending at the first other alert.
     armed: std::collections::HashSet<String>,
+    /// Incident numbers given before (by earlier processes, or a correlator a reload replaced): new
+    /// incidents are numbered after it.
+    last_incident: u64,
 }
 
 impl Engine {
@@ -101,6 +104,7 @@ impl Engine {
             notifier,
             last_gc: None,
             armed: Default::default(),
+            last_incident: 0,
         }
     }
 
@@ -156,6 +160,7 @@ impl Engine {
         next.store = std::mem::take(&mut self.store);
         next.last_gc = self.last_gc;
         next.armed = std::mem::take(&mut self.armed);
+        next.number_incidents_after(self.last_incident.max(self.correlator.as_ref().map_or(0, |c| c.last_number())));
         if next.cfg.flap == self.cfg.flap {
             next.flap = self.flap.take();
         }
@@ -171,6 +176,15 @@ impl Engine {
             next.dispatch(a, now);
         }
         *self = next;
+    }
+
+    /// Numbers new incidents after `last`: the highest number an earlier process gave (alertd.db's
+    /// history), so that none is given twice.
+    pub fn number_incidents_after(&mut self, last: u64) {
+        self.last_incident = self.last_incident.max(last);
+        if let Some(c) = &mut self.correlator {
+            c.number_after(self.last_incident);
+        }
     }
 
     /// The next time `advance` has work.

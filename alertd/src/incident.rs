@@ -106,6 +106,18 @@ impl Correlator {
         Correlator { cfg, next_id: 1, incidents: HashMap::new(), sent: HashMap::new() }
     }
 
+    /// Numbers new incidents after `last` (and after every number given so far). Incident numbers are
+    /// in notifications' group keys, which the notification log and the outbox remember across
+    /// restarts: a number given again would be taken for that earlier incident.
+    pub fn number_after(&mut self, last: u64) {
+        self.next_id = self.next_id.max(last.saturating_add(1));
+    }
+
+    /// The last incident number given (0 for none).
+    pub fn last_number(&self) -> u64 {
+        self.next_id - 1
+    }
+
     fn topology(&self, alert: &Alert) -> BTreeSet<(String, String)> {
         self.cfg.labels.iter().filter_map(|n| alert.labels.get(n).map(|v| (n.clone(), v.to_string()))).collect()
     }

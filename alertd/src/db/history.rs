@@ -28,8 +28,9 @@ pub struct Ack {
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct IncidentRow {
     pub id: i64,
-    /// The engine's incident number (the webhook's `argus.incident.id`); restarts at 1 with the
-    /// process, so `id` is the stable one.
+    /// The engine's incident number (the webhook's `argus.incident.id`); numbers go on across
+    /// restarts, but an incident of an earlier process is not the running engine's, so `id` is the
+    /// stable one.
     #[serde(rename = "engineId")]
     pub engine_id: i64,
     #[serde(rename = "openedAt")]
@@ -208,6 +209,12 @@ impl Db {
         ))?;
         let rows = st.query_map(params![r.start.0, r.end.0, r.limit as i64], incident_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The highest engine incident number recorded (0 for none).
+    pub fn last_incident_number(&self) -> Result<u64, DbError> {
+        let n: i64 = self.conn().query_row("SELECT COALESCE(MAX(engine_id), 0) FROM incidents", [], |r| r.get(0))?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     pub fn incident(&self, id: i64) -> Result<Option<IncidentRow>, DbError> {

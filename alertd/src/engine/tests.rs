@@ -84,3 +84,41 @@ fn housekeeping_prunes_finished_outbox_entries_after_the_retention() {
     assert_eq!(outbox.count(State::Delivered).unwrap(), 0, "pruned after it");
     assert_eq!(outbox.count(State::Pending).unwrap(), pending, "pending entries stay, however old");
 }
+
+fn correlated(window: &str) -> Config {
+    let yaml = format!(
+        "route: {{receiver: team, group_by: [cluster], group_wait: 30s}}\n\
+         receivers: [{{name: team, webhook_configs: [{{url: 'http://localhost:5001/'}}]}}]\n\
+         argus:\n  correlation: {{labels: [host], window: {window}}}\n"
+    );
+    crate::config::parse(&yaml, "test.yml").unwrap()
+}
+
+fn host_alert(host: &str) -> PostableAlert {
+    let mut a = alert("HostDown");
+    a.labels.insert("host".into(), host.into());
+    a
+}
+
+fn incident_ids(rec: &Recorder) -> Vec<u64> {
+    rec.take().iter().filter_map(|n| n.message.argus.as_ref()?.incident.as_ref().map(|i| i.id)).collect()
+}
+
+/// Incident numbers are in group keys, which the notification log and the outbox keep across
+/// restarts: a number given again would be deduplicated against, or keyed like, an earlier incident.
+#[test]
+fn incidents_are_numbered_after_earlier_processes_and_replaced_correlators() {
+    let rec = Arc::new(Recorder::default());
+    let mut e =
+        Engine::new(correlated("10m"), Arc::new(MemSilences::default()), Arc::new(MemLog::default()), rec.clone());
+    e.number_incidents_after(41);
+    e.post(at(0), vec![host_alert("h1")]).unwrap();
+    e.advance(at(60));
+    assert_eq!(incident_ids(&rec), [42]);
+    // A reload that changes the correlation replaces the correlator; the numbering goes on.
+    e.reload(correlated("20m"), rec.clone(), at(100));
+    e.post(at(100), vec![host_alert("h2")]).unwrap();
+    e.advance(at(200));
+    let ids = incident_ids(&rec);
+    assert!(ids.iter().all(|&i| i > 42), "{ids:?}");
+}
