@@ -108,17 +108,25 @@ async fn a_stop_while_the_store_is_down_leaves_the_points_in_the_spool_for_the_n
     }
     drop(tx);
     task.await.unwrap();
+    assert_eq!(restart_against_a_store(dir.path(), Some(batch(6))).await, (1..=6).collect::<Vec<i64>>());
+}
 
+/// Starts a sink on the spool in `dir` against a store that takes everything, lets it drain for 300 ms,
+/// sends `then` and stops it; the sample timestamps the store took, in order.
+async fn restart_against_a_store(dir: &Path, then: Option<Batch>) -> Vec<i64> {
     let fake = Fake::default();
     let url = serve(fake.clone()).await;
-    let sink = Sink::build(sink_config(&url), dir.path(), SelfMetrics::default()).unwrap();
+    let sink = Sink::build(sink_config(&url), dir, SelfMetrics::default()).unwrap();
     let (tx, rx) = mpsc::channel(16);
     let task = tokio::spawn(sink.run(rx));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    tx.send(batch(6)).await.unwrap();
+    if let Some(b) = then {
+        tx.send(b).await.unwrap();
+    }
     drop(tx);
     task.await.unwrap();
-    assert_eq!(*fake.accepted.lock().unwrap(), (1..=6).collect::<Vec<i64>>());
+    let accepted = fake.accepted.lock().unwrap().clone();
+    accepted
 }
 
 #[tokio::test]
@@ -142,16 +150,7 @@ async fn a_redirect_is_not_a_delivery_and_the_points_wait_in_the_spool() {
     let text = metrics.encode();
     assert!(!text.contains(r#"argus_collector_points_sent_total{sink="default"} 1"#), "{text}");
     assert!(!text.contains("argus_collector_points_dropped_total{"), "{text}");
-
-    let fake = Fake::default();
-    let url = serve(fake.clone()).await;
-    let sink = Sink::build(sink_config(&url), dir.path(), SelfMetrics::default()).unwrap();
-    let (tx, rx) = mpsc::channel(16);
-    let task = tokio::spawn(sink.run(rx));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    drop(tx);
-    task.await.unwrap();
-    assert_eq!(*fake.accepted.lock().unwrap(), vec![1], "the spooled point reaches a store that answers");
+    assert_eq!(restart_against_a_store(dir.path(), None).await, vec![1], "the spooled point reaches a store");
 }
 
 #[test]
