@@ -125,8 +125,7 @@ async fn restart_against_a_store(dir: &Path, then: Option<Batch>) -> Vec<i64> {
     }
     drop(tx);
     task.await.unwrap();
-    let accepted = fake.accepted.lock().unwrap().clone();
-    accepted
+    fake.accepted.lock().unwrap().clone()
 }
 
 #[tokio::test]
