@@ -57,6 +57,8 @@ pub struct Engine {
     /// Incident numbers given before (by earlier processes, or a correlator a reload replaced): new
     /// incidents are numbered after it.
     last_incident: u64,
+    /// The hold stage's updates waiting out `update_interval`, kept over a reload.
+    waiting: crate::notify::Waiting,
 }
 
 impl Engine {
@@ -65,6 +67,16 @@ impl Engine {
         silences: Arc<dyn Silences>,
         nflog: Arc<dyn NotificationLog>,
         notifier: Arc<dyn Notifier>,
+    ) -> Engine {
+        Engine::with_waiting(cfg, silences, nflog, notifier, Default::default())
+    }
+
+    fn with_waiting(
+        cfg: Config,
+        silences: Arc<dyn Silences>,
+        nflog: Arc<dyn NotificationLog>,
+        notifier: Arc<dyn Notifier>,
+        waiting: crate::notify::Waiting,
     ) -> Engine {
         let inhibitor = Arc::new(Inhibitor::new(cfg.inhibit_rules.clone()));
         let silencer = Arc::new(Silencer(silences.clone()));
@@ -75,7 +87,7 @@ impl Engine {
                 Box::new(TimeMuteStage),
                 Box::new(MuteStage { name: "silence", muter: silencer.clone() }),
                 Box::new(DedupStage { nflog: nflog.clone() }),
-                Box::new(HoldStage::new(nflog.clone())),
+                Box::new(HoldStage::new(nflog.clone(), waiting.clone())),
                 Box::new(SendStage { notifier: notifier.clone(), nflog: nflog.clone() }),
                 Box::new(SetNotifiesStage { nflog: nflog.clone() }),
             ],
@@ -105,6 +117,7 @@ impl Engine {
             last_gc: None,
             armed: Default::default(),
             last_incident: 0,
+            waiting,
         }
     }
 
@@ -156,7 +169,8 @@ impl Engine {
     /// routes notify as new ones. Silences and held alerts are kept, and so are flap history,
     /// incidents and escalations while their sections are unchanged.
     pub fn reload(&mut self, cfg: Config, notifier: Arc<dyn Notifier>, now: Timestamp) {
-        let mut next = Engine::new(cfg, self.silences.clone(), self.nflog.clone(), notifier);
+        let mut next =
+            Engine::with_waiting(cfg, self.silences.clone(), self.nflog.clone(), notifier, self.waiting.clone());
         next.store = std::mem::take(&mut self.store);
         next.last_gc = self.last_gc;
         next.armed = std::mem::take(&mut self.armed);

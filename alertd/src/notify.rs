@@ -8,7 +8,7 @@ mod mute;
 mod send;
 
 pub use dedup::DedupStage;
-pub use hold::HoldStage;
+pub use hold::{HoldStage, Waiting};
 pub use mute::{MuteStage, TimeActiveStage, TimeMuteStage};
 pub use send::{SendStage, SetNotifiesStage};
 

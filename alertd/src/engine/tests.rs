@@ -122,3 +122,41 @@ fn incidents_are_numbered_after_earlier_processes_and_replaced_correlators() {
     let ids = incident_ids(&rec);
     assert!(ids.iter().all(|&i| i > 42), "{ids:?}");
 }
+
+/// An update that met its incident's backoff and waits out `update_interval` is sent when that ends,
+/// though a reload came in between (its alerts began longer than `burst_window` ago by then).
+#[test]
+fn reload_keeps_an_update_waiting_for_update_interval() {
+    let yaml = "global: {resolve_timeout: 1h}\n\
+        route: {receiver: team, group_by: [cluster], group_wait: 30s, group_interval: 1m}\n\
+        receivers: [{name: team, webhook_configs: [{url: 'http://localhost:5001/'}]}]\n\
+        argus:\n  correlation: {labels: [host], burst_window: 3m, backoff_step: 1, update_interval: 5m}\n";
+    let cfg = || crate::config::parse(yaml, "test.yml").unwrap();
+    let rec = Arc::new(Recorder::default());
+    let mut e = Engine::new(cfg(), Arc::new(MemSilences::default()), Arc::new(MemLog::default()), rec.clone());
+    let all = [
+        host_alert("h1"),
+        {
+            let mut a = host_alert("h1");
+            a.labels.insert("alertname".into(), "EccErrors".into());
+            a
+        },
+        {
+            let mut a = host_alert("h1");
+            a.labels.insert("alertname".into(), "XidError".into());
+            a
+        },
+    ];
+    e.post(at(0), vec![all[0].clone()]).unwrap();
+    e.advance(at(60));
+    assert_eq!(sent(&rec), ["30 team"]);
+    // Two new alerts at 60s meet the backoff (two needed after one notification) and wait until 5m30s.
+    e.post(at(60), all.to_vec()).unwrap();
+    e.advance(at(240));
+    assert!(rec.take().is_empty(), "the update waits for update_interval");
+    e.reload(cfg(), rec.clone(), at(250));
+    e.advance(at(600));
+    let got = rec.take();
+    assert_eq!(got.len(), 1, "{:?}", got.iter().map(|n| n.at).collect::<Vec<_>>());
+    assert!(got[0].at >= at(330) && got[0].message.alerts.len() == 3, "{:?}", got[0].at);
+}

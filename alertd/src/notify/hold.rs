@@ -12,16 +12,18 @@ use crate::time::Timestamp;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// Updates that have met their incident's backoff and wait out its `update_interval`: when each met
+/// it, per group key and recipient. Shared so that a reload's new pipeline keeps them.
+pub type Waiting = Arc<Mutex<HashMap<(String, String), Timestamp>>>;
+
 pub struct HoldStage {
     nflog: Arc<dyn NotificationLog>,
-    /// Updates that have met their incident's backoff and wait out its `update_interval`: when each
-    /// met it, per group key and recipient.
-    waiting: Mutex<HashMap<(String, String), Timestamp>>,
+    waiting: Waiting,
 }
 
 impl HoldStage {
-    pub fn new(nflog: Arc<dyn NotificationLog>) -> Self {
-        HoldStage { nflog, waiting: Mutex::new(HashMap::new()) }
+    pub fn new(nflog: Arc<dyn NotificationLog>, waiting: Waiting) -> Self {
+        HoldStage { nflog, waiting }
     }
 }
 
