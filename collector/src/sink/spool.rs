@@ -15,6 +15,8 @@ const MAGIC: &[u8; 8] = b"ARGSPL01";
 /// body length (4) + CRC-32 (4) + kind (1) + values (4)
 const RECORD_HEADER: u64 = 13;
 const ACK_FILE: &str = "ack";
+/// The file held locked while the spool is open.
+const LOCK_FILE: &str = "lock";
 
 /// One request body waiting for delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +42,10 @@ pub enum Kind {
 pub enum SpoolError {
     #[error("spool {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error(
+        "spool {0} is in use by another process (another collector, or `argus serve`, with the same data_dir and sink name)"
+    )]
+    Locked(PathBuf),
 }
 
 struct Segment {
@@ -63,6 +69,9 @@ pub struct Spool {
     reader: Option<BufReader<File>>,
     /// The record at the reading position, read but not popped.
     front: Option<(Record, u64)>,
+    /// Held locked while open: two processes on one spool would overwrite and delete each other's
+    /// segments.
+    _lock: File,
 }
 
 impl Spool {
@@ -71,6 +80,13 @@ impl Spool {
     pub fn open(dir: &Path, max_bytes: u64, segment_bytes: u64) -> Result<(Spool, u64), SpoolError> {
         let io = |source| SpoolError::Io { path: dir.to_path_buf(), source };
         std::fs::create_dir_all(dir).map_err(io)?;
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = File::create(&lock_path).map_err(|source| SpoolError::Io { path: lock_path.clone(), source })?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(SpoolError::Locked(dir.to_path_buf())),
+            Err(std::fs::TryLockError::Error(source)) => return Err(SpoolError::Io { path: lock_path, source }),
+        }
         let mut seqs: Vec<u64> = std::fs::read_dir(dir)
             .map_err(io)?
             .flatten()
@@ -87,6 +103,7 @@ impl Spool {
             read_offset: MAGIC.len() as u64,
             reader: None,
             front: None,
+            _lock: lock,
         };
         let mut lost = 0;
         for seq in seqs {

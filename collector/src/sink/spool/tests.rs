@@ -148,3 +148,13 @@ fn a_record_the_disk_took_in_part_does_not_hide_the_next_ones() {
         }
     }
 }
+
+#[test]
+fn a_spool_in_use_is_refused_to_a_second_opener() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = Spool::open(dir.path(), 1 << 20, 300).unwrap();
+    let Err(e) = Spool::open(dir.path(), 1 << 20, 300) else { panic!("opened twice") };
+    assert!(e.to_string().contains("in use by another process"), "{e}");
+    drop(s);
+    assert!(Spool::open(dir.path(), 1 << 20, 300).is_ok(), "free again once closed");
+}
