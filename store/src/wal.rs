@@ -57,12 +57,15 @@ pub struct Wal {
     path: PathBuf,
     out: BufWriter<File>,
     written: u64,
-    /// How much of the segment is in the file: `written` as of the last successful flush. A failed
-    /// write (a full disk) rolls back to it.
+    /// How much of the segment is in the file for good: `written` as of the last successful flush
+    /// (entries acknowledged without fsync) or sync. A failed write or fsync rolls back to it.
     flushed: u64,
     /// A rollback did not finish: nothing is appended until one does.
     poisoned: bool,
     segment_size: u64,
+    /// Tests: the next fsync fails after the entries reached the file, as a failing disk's would.
+    #[cfg(test)]
+    fail_next_fsync: bool,
 }
 
 impl Wal {
@@ -121,6 +124,8 @@ impl Wal {
             flushed: start,
             poisoned: false,
             segment_size,
+            #[cfg(test)]
+            fail_next_fsync: false,
         };
         Ok((wal, report))
     }
@@ -132,9 +137,6 @@ impl Wal {
         }
         if self.poisoned {
             self.rollback()?;
-        }
-        if self.written > self.segment_size {
-            self.cut()?;
         }
         let mut hdr = [0u8; ENTRY_HEADER_LEN];
         hdr[..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -169,10 +171,26 @@ impl Wal {
         Ok(())
     }
 
-    /// Writes buffered entries and fsyncs them.
+    /// Writes buffered entries and fsyncs them. Only a sync that succeeds moves the point a rollback
+    /// returns to: after a failed fsync the entries since the last good one are refused, and must go.
     pub fn sync(&mut self) -> Result<(), WalError> {
-        self.flush()?;
-        self.out.get_ref().sync_data().map_err(io(&self.path))
+        self.out.flush().map_err(io(&self.path))?;
+        #[cfg(test)]
+        if std::mem::take(&mut self.fail_next_fsync) {
+            return Err(io(&self.path)(std::io::Error::other("injected fsync failure")));
+        }
+        self.out.get_ref().sync_data().map_err(io(&self.path))?;
+        self.flushed = self.written;
+        Ok(())
+    }
+
+    /// Starts the next segment when this one has grown past the segment size. Called between groups of
+    /// entries, never inside one, so that a refused group is rolled back out of one segment whole.
+    pub fn cut_if_full(&mut self) -> Result<(), WalError> {
+        if self.written > self.segment_size {
+            self.cut()?;
+        }
+        Ok(())
     }
 
     /// Closes the current segment (synced) and starts the next; returns the new segment's number.

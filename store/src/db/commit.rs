@@ -123,7 +123,9 @@ fn run(shared: &Shared, queue: &(Mutex<Queue>, Condvar)) {
             continue;
         }
         let mut group: Vec<Written> = Vec::new();
-        let mut failed: Option<String> = None;
+        // A full segment is closed before the group, not in its middle: a refused group is then
+        // rolled back out of the one segment it is in.
+        let mut failed: Option<String> = shared.wal.lock().cut_if_full().err().map(|e| e.to_string());
         for job in jobs {
             match job {
                 Job::Append { payload, samples, events, done } => {

@@ -149,6 +149,39 @@ fn a_corrupt_segment_cuts_off_what_follows_it_once() {
     assert_replays_cleanly(d.path(), 2);
 }
 
+/// Replays the WAL in `dir`, which must need no cut, and returns the first sample's reference of each
+/// entry (the tests' entries each name one).
+fn replayed_firsts(dir: &Path) -> Vec<u32> {
+    let (got, rep) = replay(dir);
+    assert!(rep.truncated.is_empty(), "{:?}", rep.truncated);
+    got.iter()
+        .map(|rs| match &rs[1] {
+            Record::Samples(s) => s[0].r,
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+/// An fsync that fails after the entries reached the file: the group is refused, and the rollback
+/// takes it out of the file, so it does not come back at the next start.
+#[test]
+fn a_group_whose_fsync_fails_is_rolled_back_out_of_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let (mut w, _) = Wal::open(d.path(), 1 << 20, |_| {}).unwrap();
+        w.append(&entry(0, 0, 0.0)).unwrap();
+        w.sync().unwrap();
+        w.append(&entry(1, 1, 1.0)).unwrap();
+        w.fail_next_fsync = true;
+        assert!(w.sync().is_err());
+        w.rollback().unwrap();
+        w.append(&entry(2, 2, 2.0)).unwrap();
+        w.sync().unwrap();
+    }
+    let firsts = replayed_firsts(d.path());
+    assert_eq!(firsts, [0, 2], "the refused entry 1 is gone");
+}
+
 #[test]
 fn cut_and_remove_before() {
     let d = tempfile::tempdir().unwrap();
@@ -196,14 +229,6 @@ fn rollback_forgets_unflushed_entries_in_buffer_and_file() {
         w.append(&entry(2, 2000, 2.0)).unwrap();
         w.sync().unwrap();
     }
-    let (got, rep) = replay(d.path());
-    assert!(rep.truncated.is_empty(), "{:?}", rep.truncated);
-    let firsts: Vec<u32> = got
-        .iter()
-        .map(|rs| match &rs[1] {
-            Record::Samples(s) => s[0].r,
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let firsts = replayed_firsts(d.path());
     assert_eq!(firsts, [0, 2], "the rolled-back entries are gone, the later one kept");
 }
