@@ -72,6 +72,10 @@ pub struct Spool {
     /// Held locked while open: two processes on one spool would overwrite and delete each other's
     /// segments.
     _lock: File,
+    /// The number the next new segment gets at the least. Kept here rather than read back from `ack`,
+    /// whose writes may fail (a full disk): a stale ack would hand out the number of a segment it
+    /// points into, and a restart would then skip that many bytes of the new one.
+    next_seq: u64,
 }
 
 impl Spool {
@@ -104,6 +108,7 @@ impl Spool {
             reader: None,
             front: None,
             _lock: lock,
+            next_seq: ack_seq.max(seqs.last().map_or(1, |s| s + 1)),
         };
         let mut lost = 0;
         for seq in seqs {
@@ -273,10 +278,8 @@ impl Spool {
             // A closed segment is complete: make it durable once rather than every record.
             let _ = w.sync_data();
         }
-        let seq = self
-            .segments
-            .back()
-            .map_or_else(|| read_ack(&self.dir.join(ACK_FILE)).map_or(1, |a| a.0.max(1)), |s| s.seq + 1);
+        let seq = self.segments.back().map_or(1, |s| s.seq + 1).max(self.next_seq);
+        self.next_seq = seq + 1;
         let path = self.path(seq);
         let io = |source| SpoolError::Io { path: path.clone(), source };
         let mut f = OpenOptions::new().create(true).truncate(true).write(true).open(&path).map_err(io)?;

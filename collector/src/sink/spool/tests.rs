@@ -158,3 +158,30 @@ fn a_spool_in_use_is_refused_to_a_second_opener() {
     drop(s);
     assert!(Spool::open(dir.path(), 1 << 20, 300).is_ok(), "free again once closed");
 }
+
+/// Acks fail (a full disk) while the bound drops the only segment: the new segment must not take the
+/// number the stale ack points into, or a restart would skip its first records.
+#[test]
+fn a_new_segment_never_takes_the_number_a_stale_ack_points_into() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        // Each record is 13 + 100 bytes; three fit under the bound of 400 with the segment header.
+        let (mut s, _) = Spool::open(dir.path(), 400, 1 << 20).unwrap();
+        for i in 1..=3 {
+            s.push(&rec(i, 100)).unwrap();
+        }
+        for _ in 0..2 {
+            s.front().unwrap();
+            s.pop().unwrap();
+        }
+        // The ack says segment 1, past record 2. From now on no ack can be written.
+        std::fs::create_dir(dir.path().join("ack.tmp")).unwrap();
+        assert_eq!(s.push(&rec(4, 100)).unwrap(), 3, "the bound drops segment 1, record 3 with it");
+        s.push(&rec(5, 100)).unwrap();
+        s.push(&rec(6, 100)).unwrap();
+        std::fs::remove_dir(dir.path().join("ack.tmp")).unwrap();
+    }
+    let (mut s, lost) = Spool::open(dir.path(), 400, 1 << 20).unwrap();
+    assert_eq!(lost, 0);
+    assert_eq!(drain(&mut s), vec![4, 5, 6]);
+}
