@@ -250,43 +250,42 @@ impl Head {
 
     /// Re-creates a series under a known reference (WAL replay).
     pub fn insert(&mut self, r: u32, labels: Labels) {
-        if let Some(slot) = self.series.get(r as usize) {
-            // The WAL names series in the order a batch first uses them, so a lower reference can come
-            // after a higher one, whose insertion left a placeholder here: fill it.
-            if slot.state != SlotState::Freed {
-                return;
+        let i = r as usize;
+        match self.series.get(i).map(|slot| slot.state) {
+            Some(SlotState::Freed) => {
+                // The WAL names series in the order a batch first uses them, so a lower reference can
+                // come after a higher one, whose insertion left a placeholder here: fill it.
+                self.postings.insert(r, &labels);
             }
-            self.index_hash(labels.stable_hash(), r);
-            self.postings.insert(r, &labels);
-            self.label_bytes += series_bytes(&labels);
-            self.live += 1;
-            self.series[r as usize] = MemSeries {
-                labels: Arc::new(labels),
-                data: SeriesChunks::default(),
-                active: self.epoch,
-                state: SlotState::Live,
-            };
-            return;
-        }
-        // References are dense; pad the numbers not named yet (or never, if a series record was lost).
-        while self.series.len() < r as usize {
-            self.series.push(MemSeries {
-                labels: Arc::new(Labels::default()),
-                data: SeriesChunks::default(),
-                active: 0,
-                state: SlotState::Freed,
-            });
+            Some(_) => return,
+            None => {
+                // References are dense; pad the numbers not named yet (or never, if a series record was
+                // lost).
+                while self.series.len() < i {
+                    self.series.push(MemSeries {
+                        labels: Arc::new(Labels::default()),
+                        data: SeriesChunks::default(),
+                        active: 0,
+                        state: SlotState::Freed,
+                    });
+                }
+                self.postings.add(r, &labels);
+            }
         }
         self.index_hash(labels.stable_hash(), r);
-        self.postings.add(r, &labels);
         self.label_bytes += series_bytes(&labels);
         self.live += 1;
-        self.series.push(MemSeries {
+        let series = MemSeries {
             labels: Arc::new(labels),
             data: SeriesChunks::default(),
             active: self.epoch,
             state: SlotState::Live,
-        });
+        };
+        if i < self.series.len() {
+            self.series[i] = series;
+        } else {
+            self.series.push(series);
+        }
     }
 
     /// Applies samples; a reference the head does not know is skipped and counted (it can only come
