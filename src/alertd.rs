@@ -50,6 +50,7 @@ use argus_alertd::rules::RuleGroup;
 use argus_alertd::rules::group::EvalOptions;
 use argus_alertd::runner::Shared;
 use argus_alertd::{Engine, Timestamp};
+use argus_model::Shard;
 use argus_store::backend::StoreBackend;
 use std::path::Path;
 use std::sync::Arc;
@@ -92,17 +93,19 @@ pub fn check_file(path: &Path) -> Result<()> {
         return Ok(());
     }
     let cfg = argus_alertd::config::parse(&text, &path.display().to_string())?;
-    rule_groups(&cfg, path.parent().unwrap_or(Path::new("")))?;
+    rule_groups(&cfg, path.parent().unwrap_or(Path::new("")), Shard::ALL)?;
     Ok(())
 }
 
 /// The rule groups `argus.rules` names (files read from `dir` when relative) and the built-ins,
-/// with the evaluation options. None when the section is absent.
-fn rule_groups(cfg: &argus_alertd::Config, dir: &Path) -> Result<Option<(Vec<RuleGroup>, EvalOptions)>> {
+/// with the evaluation options, less the groups another `shard` evaluates (a group goes by the hash
+/// of its name; every file is still read and checked). None when the section is absent.
+fn rule_groups(cfg: &argus_alertd::Config, dir: &Path, shard: Shard) -> Result<Option<(Vec<RuleGroup>, EvalOptions)>> {
     let Some(r) = &cfg.rules else { return Ok(None) };
     let paths: Vec<PathBuf> = r.files.iter().map(|f| dir.join(f)).collect();
     let mut groups = argus_alertd::rules::load_all(&paths)?;
     groups.extend(argus_alertd::rules::builtin::group(&r.builtins, argus_alertd::rules::BUILTIN_INTERVAL));
+    groups.retain(|g| shard.owns([g.name.as_str()]));
     Ok(Some((groups, r.opts)))
 }
 
@@ -128,12 +131,14 @@ impl Drop for Running {
 }
 
 /// Opens alertd's database, builds the engine and its receivers, and starts the timers, the
-/// delivery workers and the rule groups (evaluated through `backend`); their counters go to
-/// `registry`. None when `[alertd]` is off.
+/// delivery workers and, with a `backend` (the rules role), the rule groups, whose alerts go to
+/// `rule_sink` (None: this engine); their counters go to `registry`. None when `[alertd]` is off.
 pub fn start(
     a: &Alertd,
     server_data_dir: &Path,
-    backend: Arc<dyn StoreBackend>,
+    backend: Option<Arc<dyn StoreBackend>>,
+    rule_sink: Option<Arc<dyn argus_alertd::rules::group::AlertSink>>,
+    shard: Shard,
     registry: &mut prometheus_client::registry::Registry,
 ) -> Result<Option<Running>> {
     if !a.enabled {
@@ -141,7 +146,7 @@ pub fn start(
     }
     let (cfg, config_text, config_dir) = load_config_at(a.config_file.as_ref())?;
     // Rule files are read before anything starts, so a bad one stops startup with its error.
-    let rules = rule_groups(&cfg, &config_dir)?;
+    let rules = rule_groups(&cfg, &config_dir, shard)?;
     let data_dir = a.data_dir.clone().unwrap_or_else(|| server_data_dir.to_path_buf());
     let db = Arc::new(Db::open(&data_dir)?);
     let silences = Arc::new(DbSilences::load(db.clone())?);
@@ -167,7 +172,7 @@ pub fn start(
     let reloader = Arc::new(reload::Reloader::new(
         a.config_file.clone(),
         shared.clone(),
-        reload::Parts { outbox, db: db.clone(), delivery, backend, capacity: capacity.clone() },
+        reload::Parts { outbox, db: db.clone(), delivery, backend, rule_sink, shard, capacity: capacity.clone() },
         config_text.clone(),
         registry,
     ));
@@ -191,4 +196,62 @@ pub fn start(
     let max_body = state.max_body_bytes;
     let router = api::router(state).merge(api::capacity::router(capacity.clone(), max_body));
     Ok(Some(Running { router, intake: Arc::new(shared_for_intake), reloader, capacity, tasks }))
+}
+
+// === the rules role without alertd ===
+
+/// Rule alerts posted to every server of `[server] alert_urls`, in the order they were raised (one
+/// sender task); a sender more than [`RULE_QUEUE`] evaluations behind drops the oldest-waiting
+/// evaluation's alerts, as Prometheus' notifier queue does, since firing alerts are sent again.
+pub struct PostedRules(tokio::sync::mpsc::Sender<Vec<argus_alertd::PostableAlert>>);
+
+/// Evaluations' alert batches waiting for the sender.
+const RULE_QUEUE: usize = 1_000;
+
+impl PostedRules {
+    /// The sink and its sender task.
+    pub fn start(alert_urls: &[String]) -> Result<(Arc<PostedRules>, tokio::task::JoinHandle<()>)> {
+        let out = argus_analyzer::runtime::HttpAlertOut::new(alert_urls)
+            .map_err(anyhow::Error::msg)
+            .context("server.alert_urls")?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<argus_alertd::PostableAlert>>(RULE_QUEUE);
+        let task = tokio::spawn(async move {
+            while let Some(alerts) = rx.recv().await {
+                if let Err(error) = out.post(&alerts).await {
+                    tracing::warn!(%error, alerts = alerts.len(), "Rule alerts reached no alertd; they are sent again at the next evaluation while they fire");
+                }
+            }
+        });
+        Ok((Arc::new(PostedRules(tx)), task))
+    }
+}
+
+impl argus_alertd::rules::group::AlertSink for PostedRules {
+    fn send(&self, _now: Timestamp, alerts: Vec<argus_alertd::PostableAlert>) {
+        if let Err(tokio::sync::mpsc::error::TrySendError::Full(dropped)) = self.0.try_send(alerts) {
+            tracing::warn!(alerts = dropped.len(), "Rule alerts dropped: the alertd servers are not keeping up");
+        }
+    }
+}
+
+/// The rules role in a process without alertd: the rule groups of `[alertd] config_file`'s
+/// `argus.rules`, evaluated against `backend`, their alerts handed to `sink`. Reading the files
+/// happens here, so a bad one stops startup with its error. Empty when no rules are configured.
+pub fn start_rules(
+    a: &Alertd,
+    backend: Arc<dyn StoreBackend>,
+    sink: Arc<dyn argus_alertd::rules::group::AlertSink>,
+    shard: Shard,
+) -> Result<Vec<tokio::task::JoinHandle<()>>> {
+    let (cfg, _, config_dir) = load_config_at(a.config_file.as_ref())?;
+    let Some((groups, opts)) = rule_groups(&cfg, &config_dir, shard)? else {
+        tracing::warn!("The rules role runs, but the alerting file has no argus.rules section: no rule to evaluate");
+        return Ok(Vec::new());
+    };
+    let n: usize = groups.iter().map(|g| g.rules.len()).sum();
+    tracing::info!(groups = groups.len(), rules = n, "Evaluating rules against the store");
+    let evaluator = Arc::new(argus_alertd::rules::group::Evaluator { backend, sink, opts });
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
+    let clock = TokioClock::starting_at(Timestamp(now.as_millis() as i64));
+    Ok(argus_alertd::rules::group::Groups::default().spawn(groups, evaluator, clock))
 }

@@ -1,6 +1,6 @@
 //! The analyzer inside `argus serve`: `[analyzer]` validated, its state kept under the data
 //! directory, its results written through the store backend and its anomalies handed to alertd in
-//! this process (or posted to `alert_url`).
+//! this process (or posted to every server of `[server] alert_urls`).
 
 use anyhow::{Context, Result};
 use argus_alertd::deliver::OutboxNotifier;
@@ -48,29 +48,43 @@ pub struct Ready {
     pub router: axum::Router,
 }
 
+/// Where the analyzer's alerts and capacity plans go: the alertd of this process (its intake and
+/// notifier), unless `alert_urls` names servers.
+pub struct AlertsTo<'a> {
+    pub intake: Option<Arc<dyn AlertSink>>,
+    pub capacity: Option<Arc<OutboxNotifier>>,
+    pub alert_urls: &'a [String],
+}
+
+/// The analyzer of `[analyzer]` for share `shard` of the work, its state under `data_dir`.
 pub fn build(
     cfg: &Config,
     data_dir: &Path,
     backend: Arc<dyn StoreBackend>,
-    intake: Option<Arc<dyn AlertSink>>,
-    capacity: Option<Arc<OutboxNotifier>>,
+    to: AlertsTo<'_>,
+    shard: argus_model::Shard,
     registry: &mut prometheus_client::registry::Registry,
 ) -> Result<Option<Ready>> {
-    let valid = cfg.validate()?;
+    let AlertsTo { intake, capacity, alert_urls } = to;
+    let valid = cfg.validate()?.for_shard(shard);
     if !valid.enabled {
         return Ok(None);
     }
-    let out: Arc<dyn AlertOut> = match (&valid.alert_url, intake) {
-        (Some(url), _) => Arc::new(HttpAlertOut::new(url).map_err(anyhow::Error::msg).context("analyzer.alert_url")?),
-        (None, Some(intake)) => Arc::new(InProcess(intake)),
-        (None, None) => anyhow::bail!("[analyzer] needs alert_url when alertd is not running in this process"),
+    // The alertd of this process when there is one and no list is set; otherwise every listed server.
+    let remote = !alert_urls.is_empty() || intake.is_none();
+    let out: Arc<dyn AlertOut> = match intake {
+        Some(intake) if !remote => Arc::new(InProcess(intake)),
+        _ if alert_urls.is_empty() => anyhow::bail!(
+            "[analyzer] needs [server] alert_urls when alertd does not run in this process (the alertd role)"
+        ),
+        _ => Arc::new(HttpAlertOut::new(alert_urls).map_err(anyhow::Error::msg).context("server.alert_urls")?),
     };
-    // Capacity plans go where the alerts go.
-    let capacity_out: Option<Arc<dyn CapacityOut>> = match (&valid.alert_url, capacity) {
-        (Some(url), _) if !valid.pools.is_empty() => {
-            Some(Arc::new(HttpCapacityOut::new(url).map_err(anyhow::Error::msg).context("analyzer.alert_url")?))
+    // Capacity plans go where the alerts go (over HTTP, to the first alertd that takes them).
+    let capacity_out: Option<Arc<dyn CapacityOut>> = match capacity {
+        Some(notifier) if !remote => Some(Arc::new(InProcessCapacity(notifier))),
+        _ if remote && !valid.pools.is_empty() => {
+            Some(Arc::new(HttpCapacityOut::new(alert_urls).map_err(anyhow::Error::msg).context("server.alert_urls")?))
         }
-        (None, Some(notifier)) => Some(Arc::new(InProcessCapacity(notifier))),
         _ => None,
     };
     let metrics = Metrics::default();

@@ -40,6 +40,11 @@ pub struct Server {
     /// Requests served at once; more get 503 with Retry-After (health checks excepted).
     #[serde(default = "default_max_concurrent_requests")]
     pub max_concurrent_requests: usize,
+    /// The alertd servers (base URLs, e.g. `http://alertd-0:9700`) that the rules and the analyzer of
+    /// this process post their alerts to when alertd does not run in it; every one gets every alert,
+    /// so each replica of an alertd cluster hears them all.
+    #[serde(default)]
+    pub alert_urls: Vec<String>,
 }
 
 fn default_max_concurrent_requests() -> usize {
@@ -53,6 +58,7 @@ impl Default for Server {
             tls_cert: None,
             tls_key: None,
             max_concurrent_requests: default_max_concurrent_requests(),
+            alert_urls: Vec::new(),
         }
     }
 }
@@ -66,6 +72,27 @@ impl Server {
             (Some(_), None) => bail!("server.tls_cert: set together with server.tls_key"),
             (None, Some(_)) => bail!("server.tls_key: set together with server.tls_cert"),
         }
+    }
+}
+
+impl Config {
+    /// `[server] alert_urls`, checked; `[analyzer] alert_url`, the older single-URL key, is taken as
+    /// a list of one when `alert_urls` is empty.
+    pub fn alert_urls(&self) -> Result<Vec<String>> {
+        let mut urls = self.server.alert_urls.clone();
+        if let Some(old) = self.analyzer.alert_url.as_ref().filter(|u| !u.is_empty()) {
+            if !urls.is_empty() {
+                bail!("analyzer.alert_url: replaced by server.alert_urls; set only server.alert_urls");
+            }
+            urls.push(old.clone());
+        }
+        for (i, u) in urls.iter().enumerate() {
+            let ok = (u.starts_with("http://") || u.starts_with("https://")) && u.len() > "https://".len();
+            if !ok {
+                bail!("server.alert_urls[{i}]: {u:?} is not an http(s) URL");
+            }
+        }
+        Ok(urls)
     }
 }
 

@@ -9,6 +9,7 @@ mod demo;
 mod eval;
 mod malloc;
 mod openapi;
+mod roles;
 mod serve;
 mod simulate;
 mod status;

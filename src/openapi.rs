@@ -21,6 +21,8 @@ use utoipa::{OpenApi as _, PartialSchema};
 /// Which routers `argus serve` merged: the document lists those only.
 #[derive(Debug, Clone, Copy)]
 pub struct Parts {
+    /// The store role: ingest and the Prometheus query API.
+    pub store: bool,
     pub alertd: bool,
     pub analyzer: bool,
     /// `argus serve --demo`.
@@ -46,7 +48,9 @@ struct ServeApi;
 pub fn document(parts: Parts) -> OpenApi {
     let mut doc = ServeApi::openapi();
     doc.info.version = env!("CARGO_PKG_VERSION").into();
-    doc.merge(argus_store::http::openapi::document());
+    if parts.store {
+        doc.merge(argus_store::http::openapi::document());
+    }
     doc.merge(crate::status::StatusApi::openapi());
     if parts.demo {
         doc.merge(crate::demo::DemoApi::openapi());

@@ -3,6 +3,7 @@
 
 use crate::auth::{self, Auth, Scope};
 use crate::config::{self, Config};
+use crate::roles::Roles;
 use anyhow::{Context, Result};
 use argus_store::Db;
 use argus_store::backend::{self, RemoteOptions, StoreBackend};
@@ -26,7 +27,16 @@ pub struct Args {
     /// How long samples are kept, from the wall clock [default: 35d].
     #[arg(long)]
     retention: Option<String>,
-    /// Do not run the local node collector.
+    /// The parts to run, comma-separated: store, rules, analyzer, alertd, collector, or all (the
+    /// default). Without `store`, the others use the remote store `[store] backend` names.
+    #[arg(long, value_delimiter = ',')]
+    role: Vec<crate::roles::Role>,
+    /// This process's share of the rules and the analyzer, `I/N` (0-based): rule groups by name, the
+    /// analyzer's series by (cluster, host) or a peer rule's groups, forecast targets by name. N
+    /// processes with shards 0/N … N-1/N share the work and nothing but the store.
+    #[arg(long, value_parser = argus_model::Shard::parse)]
+    shard: Option<argus_model::Shard>,
+    /// Do not run the local node collector (the same as leaving `collector` out of --role).
     #[arg(long)]
     no_collector: bool,
     /// Also replay real GPU-cluster telemetry as a demo cluster (labelled `demo="true"`) with a fault
@@ -65,10 +75,20 @@ pub fn run(args: Args) -> Result<()> {
         Some((cert, key)) => Some(crate::tls::server_config(cert, key)?),
         None => None,
     };
+    let remote = cfg.remote_backend()?;
+    let remote_name = remote.as_ref().map(|r| match r {
+        RemoteOptions::Prometheus(p) => p.flavour.name(),
+        RemoteOptions::Influxdb2(_) => "influxdb2",
+    });
+    let roles = Roles::resolve(&args.role, args.no_collector, remote_name)?;
+    if args.demo && !roles.store {
+        anyhow::bail!("--demo runs on the embedded store: it needs the store role and no remote [store] backend");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let max_concurrent = cfg.server.max_concurrent_requests;
     let listen = Listen { addr: listen, auth, tls, max_concurrent };
-    rt.block_on(serve(cfg, opts, listen, Mode { no_collector: args.no_collector, demo: args.demo }))
+    let shard = args.shard.unwrap_or(argus_model::Shard::ALL);
+    rt.block_on(serve(cfg, opts, listen, Mode { roles, remote, shard, demo: args.demo }))
 }
 
 /// The listener's address, access policy, TLS configuration and concurrency limit.
@@ -140,48 +160,102 @@ impl Listen {
     }
 }
 
-/// What runs besides the store and the APIs.
+/// The parts this process runs, and the store they use when the store role is not among them.
 struct Mode {
-    no_collector: bool,
+    roles: Roles,
+    remote: Option<RemoteOptions>,
+    shard: argus_model::Shard,
     demo: bool,
 }
 
 async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, mode: Mode) -> Result<()> {
-    let no_collector = mode.no_collector;
-    if let Some(remote) = cfg.remote_backend()? {
-        if mode.demo {
-            anyhow::bail!("--demo runs on the embedded store; the configuration names a remote one");
-        }
-        return serve_remote(remote, listen).await;
-    }
+    let Mode { roles, remote, shard, demo } = mode;
     let data_dir = opts.data_dir.clone();
-    let db = tokio::task::spawn_blocking(move || Db::open(opts)).await?.context("opening the store")?;
-    let db = Arc::new(db);
+    let db = match roles.store {
+        true => {
+            Some(Arc::new(tokio::task::spawn_blocking(move || Db::open(opts)).await?.context("opening the store")?))
+        }
+        // alertd's database, the analyzer's models and the collector's spool still live here.
+        false => {
+            std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+            None
+        }
+    };
     // === demo: its receiver and alertd configuration first, and history before the analyzer warms up ===
-    let demo = match mode.demo {
-        true => Some(crate::demo::prepare(&mut cfg, &data_dir, db.clone(), listen.addr, listen.tls.is_some()).await?),
-        false => None,
+    let demo = match (demo, &db) {
+        (true, Some(db)) => {
+            Some(crate::demo::prepare(&mut cfg, &data_dir, db.clone(), listen.addr, listen.tls.is_some()).await?)
+        }
+        _ => None,
     };
     let mut registry = prometheus_client::registry::Registry::default();
     listen.auth.register(&mut registry);
     crate::malloc::register_stats(&mut registry);
-    // === alertd ===
     let limits = cfg.limits()?;
-    let backend: Arc<dyn StoreBackend> = Arc::new(backend::Embedded::new(db.clone(), limits.query.clone()));
-    let alertd =
-        crate::alertd::start(&cfg.alertd, &data_dir, backend.clone(), &mut registry).context("starting alertd")?;
+    let collector_sink = match (&db, &remote) {
+        (None, Some(RemoteOptions::Prometheus(p))) => Some(p.clone()),
+        _ => None,
+    };
+    let backend: Option<Arc<dyn StoreBackend>> = match (&db, remote) {
+        (Some(db), _) => Some(Arc::new(backend::Embedded::new(db.clone(), limits.query.clone()))),
+        (None, Some(remote)) => Some(backend::connect(remote).context("building the store backend")?),
+        (None, None) => None,
+    };
+    let store_name = backend.as_ref().map_or("none".to_string(), |b| format!("{} ({})", b.name(), b.describe()));
+    let alert_urls = cfg.alert_urls()?;
+    // === rules: in alertd's engine when both run here and no alert_urls are set, else posted ===
+    let mut role_tasks = Vec::new();
+    let rules_backend = backend.clone().filter(|_| roles.rules);
+    let posted_rules = match (&rules_backend, alert_urls.is_empty()) {
+        (Some(_), false) => {
+            let (sink, task) = crate::alertd::PostedRules::start(&alert_urls)?;
+            role_tasks.push(task);
+            Some(sink as Arc<dyn argus_alertd::rules::group::AlertSink>)
+        }
+        _ => None,
+    };
+    // === alertd ===
+    let alertd = match roles.alertd {
+        true => {
+            let (backend, sink) = (rules_backend.clone(), posted_rules.clone());
+            crate::alertd::start(&cfg.alertd, &data_dir, backend, sink, shard, &mut registry)
+                .context("starting alertd")?
+        }
+        false => None,
+    };
+    if let (Some(b), None) = (&rules_backend, &alertd) {
+        let Some(sink) = posted_rules.clone() else {
+            anyhow::bail!(
+                "the rules role needs [server] alert_urls when alertd does not run in this process (the alertd role)"
+            );
+        };
+        role_tasks.extend(crate::alertd::start_rules(&cfg.alertd, b.clone(), sink, shard)?);
+    }
     // === analyzer ===
     let intake = alertd.as_ref().map(|a| a.intake.clone());
     let capacity = alertd.as_ref().map(|a| a.capacity.clone());
-    let analyzer = crate::analyze::build(&cfg.analyzer, &data_dir, backend, intake, capacity, &mut registry)
-        .context("starting the analyzer")?;
-    let state = argus_store::http::State::new(db.clone(), limits, registry);
-    let app = argus_store::http::router(state);
+    let analyzer = match (roles.analyzer, &backend) {
+        (true, Some(b)) => {
+            let to = crate::analyze::AlertsTo { intake, capacity, alert_urls: &alert_urls };
+            crate::analyze::build(&cfg.analyzer, &data_dir, b.clone(), to, shard, &mut registry)
+                .context("starting the analyzer")?
+        }
+        _ => None,
+    };
+    let app = match &db {
+        Some(db) => argus_store::http::router(argus_store::http::State::new(db.clone(), limits, registry)),
+        None => argus_store::http::health_router(registry),
+    };
     let app = match &alertd {
         Some(a) => app.merge(a.router.clone()),
         None => app,
     };
-    let parts = crate::openapi::Parts { alertd: alertd.is_some(), analyzer: analyzer.is_some(), demo: demo.is_some() };
+    let parts = crate::openapi::Parts {
+        store: db.is_some(),
+        alertd: alertd.is_some(),
+        analyzer: analyzer.is_some(),
+        demo: demo.is_some(),
+    };
     let app = app.merge(crate::openapi::router(parts));
     let (analyzer_stop, analyzer_stopped) = tokio::sync::oneshot::channel::<()>();
     let app = app.merge(crate::status::router());
@@ -199,9 +273,10 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         None => (app, None),
     };
     // The embedded collector writes over loopback with a token that exists only in this process.
-    let collector_token = match no_collector || listen.auth.is_open() || !cfg.collector.sinks.is_empty() {
-        true => None,
-        false => Some(listen.auth.add_internal("embedded-collector", &[Scope::Write])?),
+    let own_store = db.is_some() && cfg.collector.sinks.is_empty();
+    let collector_token = match roles.collector && own_store && !listen.auth.is_open() {
+        true => Some(listen.auth.add_internal("embedded-collector", &[Scope::Write])?),
+        false => None,
     };
     let tls_cert = cfg.server.tls_cert.clone().filter(|_| listen.tls.is_some());
     let scheme = listen.scheme();
@@ -211,44 +286,67 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
             let _ = server_stopped.await;
         })
         .await?;
+    let role_names = match shard.count() {
+        1 => roles.names().join(","),
+        _ => format!("{} (shard {shard})", roles.names().join(",")),
+    };
     tracing::info!(
         listen = %listen,
         data_dir = %data_dir.display(),
-        backend = "embedded",
-        "Argus is up: write to {scheme}://{listen}/api/v2/write, query at {scheme}://{listen}/api/v1/query, metrics at {scheme}://{listen}/metrics"
+        roles = %role_names,
+        store = %store_name,
+        "Argus is up: {scheme}://{listen}/"
     );
     let base = format!("{scheme}://{listen}");
     println!("Argus is up{}", if demo.is_some() { " with the DEMO cluster (demo data, not yours)" } else { "" });
+    println!("  roles          {role_names}");
     println!("  status page    {base}/");
-    println!("  API            {base}/api/v1/query  (Prometheus), {base}/api/v2/alerts  (Alertmanager)");
+    match (db.is_some(), alertd.is_some()) {
+        (true, true) => {
+            println!("  API            {base}/api/v1/query  (Prometheus), {base}/api/v2/alerts  (Alertmanager)")
+        }
+        (true, false) => println!("  API            {base}/api/v1/query  (Prometheus)"),
+        (false, true) => println!("  API            {base}/api/v2/alerts  (Alertmanager)"),
+        (false, false) => {}
+    }
+    if db.is_none() {
+        println!("  store          {store_name}");
+    }
     println!("  metrics        {base}/metrics");
     println!("  data dir       {}", data_dir.display());
     let demo_task = demo.map(|d| {
         d.print();
         d.start()
     });
-    // The node collector of this machine, shipping to this server over loopback remote write (so its
-    // spool covers the store being busy or restarting) unless [collector] names its own sinks.
+    // The node collector of this machine: to this server's store over loopback remote write (so its
+    // spool covers the store being busy or restarting), to the remote store, or to [collector] sinks.
     let (collector_stop, collector_stopped) = tokio::sync::oneshot::channel::<()>();
-    let collector = if no_collector {
-        None
-    } else {
-        let agent = collector_agent(&cfg, listen, &data_dir, collector_token, tls_cert)?;
-        Some(tokio::spawn(agent.run(async move {
-            let _ = collector_stopped.await;
-        })))
-    };
-    let upkeep_db = db.clone();
-    let upkeep = tokio::spawn(async move {
-        // Every second, so a head filling fast is flushed before writes must be refused.
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            tick.tick().await;
-            let d = upkeep_db.clone();
-            if let Ok(Err(e)) = tokio::task::spawn_blocking(move || d.maintain()).await {
-                tracing::error!(error = %e, "Store upkeep failed");
-            }
+    let collector = match roles.collector {
+        false => None,
+        true => {
+            let target = match (own_store, &collector_sink) {
+                (true, _) => CollectorTarget::ThisServer { listen, token: collector_token, tls_cert },
+                (false, Some(p)) => CollectorTarget::Remote(Box::new(p.clone())),
+                (false, None) => CollectorTarget::Configured,
+            };
+            let agent = collector_agent(&cfg, &data_dir, target)?;
+            Some(tokio::spawn(agent.run(async move {
+                let _ = collector_stopped.await;
+            })))
         }
+    };
+    let upkeep = db.clone().map(|upkeep_db| {
+        tokio::spawn(async move {
+            // Every second, so a head filling fast is flushed before writes must be refused.
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let d = upkeep_db.clone();
+                if let Ok(Err(e)) = tokio::task::spawn_blocking(move || d.maintain()).await {
+                    tracing::error!(error = %e, "Store upkeep failed");
+                }
+            }
+        })
     });
     let mut server = tokio::spawn(server);
     let early = tokio::select! {
@@ -274,44 +372,63 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         Some(r) => r??,
         None => server.await??,
     }
-    upkeep.abort();
+    if let Some(u) = upkeep {
+        u.abort();
+    }
+    for t in role_tasks {
+        t.abort();
+    }
     if let Some(d) = demo_task {
         d.abort();
     }
     drop(alertd);
-    tracing::info!("Shutting down: flushing the head into blocks");
-    let d = db.clone();
-    tokio::task::spawn_blocking(move || d.flush()).await?.context("final flush")?;
-    if let Ok(db) = Arc::try_unwrap(db) {
-        db.close();
+    if let Some(db) = db {
+        tracing::info!("Shutting down: flushing the head into blocks");
+        let d = db.clone();
+        tokio::task::spawn_blocking(move || d.flush()).await?.context("final flush")?;
+        if let Ok(db) = Arc::try_unwrap(db) {
+            db.close();
+        }
     }
     tracing::info!("Stopped cleanly");
     Ok(())
 }
 
-/// The `[collector]` section as `serve` runs it: without sinks of its own it writes to this server
-/// (loopback when listening on all addresses, with `token`), and spools under the store's data
-/// directory. Over TLS it connects to `localhost` and trusts the server's own certificate file, so
-/// that certificate must name localhost (else configure a sink with the server's name).
+/// Where the collector inside `argus serve` writes when `[collector]` names no sinks of its own.
+enum CollectorTarget {
+    /// This server's store, over loopback, with a token that exists only in this process.
+    ThisServer { listen: SocketAddr, token: Option<String>, tls_cert: Option<PathBuf> },
+    /// The remote store of `[store.remote]`, by remote write.
+    Remote(Box<argus_store::backend::PrometheusOptions>),
+    /// The sinks `[collector]` names.
+    Configured,
+}
+
+/// The `[collector]` section as `serve` runs it: without sinks of its own it writes to `target`, and
+/// it spools under the server's data directory. Over TLS to this server it connects to `localhost` and
+/// trusts the server's own certificate file, so that certificate must name localhost (else configure
+/// a sink with the server's name).
 fn collector_agent(
     cfg: &Config,
-    listen: SocketAddr,
     data_dir: &std::path::Path,
-    token: Option<String>,
-    tls_cert: Option<PathBuf>,
+    target: CollectorTarget,
 ) -> Result<argus_collector::Agent> {
     let mut c = cfg.collector.clone();
     if c.sinks.is_empty() {
-        let ip = if listen.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { listen.ip() };
-        let url = match &tls_cert {
-            Some(_) => format!("https://localhost:{}/api/v1/write", listen.port()),
-            None => format!("http://{}/api/v1/write", SocketAddr::new(ip, listen.port())),
-        };
-        c.sinks.push(argus_collector::config::SinkConfig {
-            url: Some(url),
-            token,
-            ca_file: tls_cert,
-            ..Default::default()
+        c.sinks.push(match target {
+            CollectorTarget::ThisServer { listen, token, tls_cert } => {
+                let ip = if listen.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { listen.ip() };
+                let url = match &tls_cert {
+                    Some(_) => format!("https://localhost:{}/api/v1/write", listen.port()),
+                    None => format!("http://{}/api/v1/write", SocketAddr::new(ip, listen.port())),
+                };
+                argus_collector::config::SinkConfig { url: Some(url), token, ca_file: tls_cert, ..Default::default() }
+            }
+            CollectorTarget::Remote(p) => remote_sink(&p)?,
+            CollectorTarget::Configured => anyhow::bail!(
+                "the collector role has nowhere to write: this process runs no store, and [collector] names no \
+                 sinks (add [[collector.sinks]], or run with --no-collector)"
+            ),
         });
     }
     if c.data_dir.is_none() {
@@ -321,23 +438,38 @@ fn collector_agent(
     Ok(argus_collector::Agent::build(valid))
 }
 
-/// With a remote store the embedded engine is not opened (no data directory is created). Until the
-/// collector, analyzer and alertd that write and read through the backend exist, only health and self
-/// metrics are served.
-async fn serve_remote(remote: RemoteOptions, listen: Listen) -> Result<()> {
-    let backend: Arc<dyn StoreBackend> = backend::connect(remote).context("building the store backend")?;
-    let app = argus_store::http::health_router(Default::default());
-    let scheme = listen.scheme();
-    let (listen, server) = listen.start(app, shutdown_signal()).await?;
-    tracing::info!(
-        listen = %listen,
-        backend = backend.name(),
-        store = %backend.describe(),
-        "Argus is up on a remote store: health at {scheme}://{listen}/-/healthy, metrics at {scheme}://{listen}/metrics"
-    );
-    server.await?;
-    tracing::info!("Stopped cleanly");
-    Ok(())
+/// The collector's sink for a VictoriaMetrics store (single-node or cluster): remote write to its
+/// write URL with its bearer token and CA file, and events (text fields) as line protocol beside it.
+/// Any other store, or one that needs what a sink cannot send (basic auth), is refused with the
+/// reason: name the sink in [collector] instead.
+fn remote_sink(p: &argus_store::backend::PrometheusOptions) -> Result<argus_collector::config::SinkConfig> {
+    let refuse = |why: &str| {
+        anyhow::anyhow!(
+            "the collector cannot write to [store.remote] by itself ({why}): add [[collector.sinks]] for it, or run \
+             with --no-collector"
+        )
+    };
+    let write = p.write_url.as_str();
+    let events = match p.flavour {
+        backend::Flavour::VictoriaMetrics => write.strip_suffix("/api/v1/write").map(|b| format!("{b}/api/v2/write")),
+        backend::Flavour::VictoriaMetricsCluster => {
+            write.strip_suffix("/prometheus/api/v1/write").map(|b| format!("{b}/influx/api/v2/write"))
+        }
+        other => return Err(refuse(&format!("flavour \"{}\" stores no events", other.name()))),
+    };
+    let Some(events) = events else { return Err(refuse("it is written with line protocol")) };
+    let token = match &p.http.auth {
+        backend::Auth::None => None,
+        backend::Auth::Bearer(t) => Some(t.expose().to_string()),
+        backend::Auth::Basic { .. } => return Err(refuse("it uses basic auth")),
+    };
+    Ok(argus_collector::config::SinkConfig {
+        url: Some(write.to_string()),
+        events_url: Some(events),
+        token,
+        ca_file: p.http.ca_file.clone(),
+        ..Default::default()
+    })
 }
 
 async fn shutdown_signal() {

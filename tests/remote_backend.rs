@@ -651,10 +651,18 @@ fn serve_with_a_remote_backend_opens_no_store() {
     assert_eq!(srv.get("/-/ready").status, 200);
     assert_eq!(srv.get("/metrics").status, 200);
     assert_eq!(srv.get("/api/v1/query?query=up").status, 404, "no embedded engine answers queries");
-    let entries = std::fs::read_dir(srv.data_dir()).expect("data dir").count();
-    assert_eq!(entries, 0, "the embedded store was not opened");
+    assert_eq!(srv.get("/api/v2/alerts").status, 200, "alertd runs on the remote store");
+    let mut entries: Vec<String> = std::fs::read_dir(srv.data_dir())
+        .expect("data dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    entries.sort();
+    for store_file in ["wal", "blocks", "head", "lock"] {
+        assert!(!entries.iter().any(|e| e == store_file), "the embedded store was opened: {entries:?}");
+    }
+    assert!(entries.iter().any(|e| e.starts_with("alertd.db")), "alertd keeps its state here: {entries:?}");
     let log = srv.log();
-    assert!(log.contains("backend=\"victoriametrics\"") || log.contains("backend=victoriametrics"), "{log}");
+    assert!(log.contains("store=victoriametrics") || log.contains("store=\"victoriametrics"), "{log}");
     assert!(log.contains(&format!("{closed}/api/v1/write")), "{log}");
     assert!(!log.contains("very-secret"), "{log}");
 }

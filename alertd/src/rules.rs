@@ -1,6 +1,6 @@
 //! Prometheus rule evaluation: rule files (`file`), the `{{ $labels.x }}` / `{{ $value }}` template
 //! subset (`template`), each alerting rule's pending → firing → resolved state (`alerting`), and the
-//! groups evaluated on their interval against a [`StoreBackend`](argus_store::backend::StoreBackend)
+//! groups evaluated on their interval against a [`StoreBackend`](argus_store_api::backend::StoreBackend)
 //! (`group`), with alerts posted into the engine as API v2 posts are.
 
 pub mod alerting;

@@ -13,8 +13,8 @@ use argus_analyzer::runtime::{Alert, AlertOut, Analyzer, Config, Metrics};
 use argus_model::{Labels, Sample, Secret};
 use argus_store::backend::{BoxFuture, Embedded, StoreBackend};
 use argus_store::query::QueryLimits;
-use argus_store::remote_write::WriteSeries;
 use argus_store::{Db, Options};
+use argus_store_api::remote_write::WriteSeries;
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use std::sync::{Arc, Mutex};
@@ -110,7 +110,7 @@ async fn changed_plans_reach_the_scheduler_signed_and_unchanged_ones_do_not() {
     backend.write(batch(start - 6 * 60 * MIN, start + 10 * MIN, 40.0)).await.unwrap();
     let cfg: Config = toml::from_str(ANALYZER).unwrap();
     let mut a = Analyzer::new(cfg.validate().unwrap(), backend.clone(), Arc::new(Discard), None, Metrics::default())
-        .with_capacity_out(Arc::new(HttpCapacityOut::new(&alertd).unwrap()));
+        .with_capacity_out(Arc::new(HttpCapacityOut::new(std::slice::from_ref(&alertd)).unwrap()));
     let board = a.forecast_board();
     let recommended = || board.capacity.read()["training"].recommended;
 

@@ -13,7 +13,7 @@ use argus_analyzer::detect::multivariate::{MultivariateModel, ScoreState};
 use argus_analyzer::runtime::multivariate::config::runtime_params;
 use argus_analyzer::runtime::{Config, Metrics, Multivariate};
 use argus_model::{Labels, Sample};
-use argus_store::remote_write::WriteSeries;
+use argus_store_api::remote_write::WriteSeries;
 mod support;
 
 use std::time::Instant;

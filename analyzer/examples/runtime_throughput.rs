@@ -5,8 +5,8 @@
 
 use argus_analyzer::runtime::{Alert, AlertOut, Analyzer, Config, Metrics};
 use argus_model::{Labels, Sample};
-use argus_store::backend::BoxFuture;
-use argus_store::remote_write::WriteSeries;
+use argus_store_api::backend::BoxFuture;
+use argus_store_api::remote_write::WriteSeries;
 mod support;
 
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //!   runtime.
 //!
 //! The runtime (reading series from the store, writing scores and forecasts back, posting anomalies to
-//! alertd) lives beside these and reaches the store only through `argus_store::backend::StoreBackend`.
+//! alertd) lives beside these and reaches the store only through `argus_store_api::backend::StoreBackend`.
 
 pub mod capacity;
 pub mod detect;

@@ -26,8 +26,8 @@ use crate::detect::peer::{self, PeerParams};
 use crate::detect::{Verdict, ensemble};
 use alerts::Firing;
 use argus_model::{Labels, METRIC_NAME, Sample};
-use argus_store::backend::{QueryValue, StoreBackend};
-use argus_store::remote_write::WriteSeries;
+use argus_store_api::backend::{QueryValue, StoreBackend};
+use argus_store_api::remote_write::WriteSeries;
 use config::Rule;
 use detectors::Univariate;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -276,6 +276,7 @@ impl Analyzer {
             None => (end - self.cfg.warmup.as_millis() as i64 / step * step, end),
         };
         let query = self.rules[i].rule.query.clone();
+        let shard = self.cfg.shard;
         let mut from = start;
         // Keyed by the answer's shared labels: a clone per series and evaluation was a transient
         // copy of every label set the rule tracks.
@@ -288,6 +289,9 @@ impl Analyzer {
             };
             let state = &mut self.rules[i];
             for s in series {
+                if !state.rule.owned_by(shard, &s.labels) {
+                    continue;
+                }
                 let tracked = match state.series.get_mut(&*s.labels) {
                     Some(t) => t,
                     None => {

@@ -7,8 +7,8 @@ use argus_analyzer::runtime::{Alert, AlertOut, Analyzer, Config, Metrics};
 use argus_model::{Labels, Sample};
 use argus_store::backend::{BoxFuture, Embedded, QueryValue, StoreBackend};
 use argus_store::query::QueryLimits;
-use argus_store::remote_write::WriteSeries;
 use argus_store::{Db, Options};
+use argus_store_api::remote_write::WriteSeries;
 use std::sync::Arc;
 
 struct Discard;

@@ -6,8 +6,8 @@ use argus_analyzer::runtime::{Alert, Analyzer, Config, HttpAlertOut, Metrics};
 use argus_model::{Labels, Sample};
 use argus_store::backend::{Embedded, QueryValue, StoreBackend};
 use argus_store::query::QueryLimits;
-use argus_store::remote_write::WriteSeries;
 use argus_store::{Db, Options};
+use argus_store_api::remote_write::WriteSeries;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -110,7 +110,7 @@ async fn a_replayed_fault_is_scored_above_one_and_alerted_with_its_top_features(
 
     let (base, received) = intake().await;
     let cfg: Config = toml::from_str(CONFIG).unwrap();
-    let out = Arc::new(HttpAlertOut::new(&base).unwrap());
+    let out = Arc::new(HttpAlertOut::new(std::slice::from_ref(&base)).unwrap());
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = Metrics::default();
     metrics.register(&mut registry);

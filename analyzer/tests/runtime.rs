@@ -5,8 +5,8 @@ use argus_analyzer::runtime::{Alert, AlertOut, Analyzer, Config, Metrics};
 use argus_model::{Labels, Sample};
 use argus_store::backend::{BoxFuture, Embedded, QueryValue, StoreBackend};
 use argus_store::query::QueryLimits;
-use argus_store::remote_write::WriteSeries;
 use argus_store::{Db, Options};
+use argus_store_api::remote_write::WriteSeries;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -208,7 +208,7 @@ impl StoreBackend for Counting {
     fn describe(&self) -> String {
         self.inner.describe()
     }
-    fn write(&self, series: Vec<WriteSeries>) -> BoxFuture<'_, Result<(), argus_store::backend::BackendError>> {
+    fn write(&self, series: Vec<WriteSeries>) -> BoxFuture<'_, Result<(), argus_store_api::backend::BackendError>> {
         self.writes.lock().push(series.len());
         self.inner.write(series)
     }
@@ -217,14 +217,14 @@ impl StoreBackend for Counting {
         matchers: &'a [argus_model::Matcher],
         start: i64,
         end: i64,
-    ) -> BoxFuture<'a, Result<Vec<argus_store::Series>, argus_store::backend::BackendError>> {
+    ) -> BoxFuture<'a, Result<Vec<argus_store_api::Series>, argus_store_api::backend::BackendError>> {
         self.inner.select(matchers, start, end)
     }
     fn query_instant<'a>(
         &'a self,
         query: &'a str,
         t: i64,
-    ) -> BoxFuture<'a, Result<QueryValue, argus_store::backend::BackendError>> {
+    ) -> BoxFuture<'a, Result<QueryValue, argus_store_api::backend::BackendError>> {
         self.inner.query_instant(query, t)
     }
     fn query_range<'a>(
@@ -233,7 +233,7 @@ impl StoreBackend for Counting {
         start: i64,
         end: i64,
         step: i64,
-    ) -> BoxFuture<'a, Result<QueryValue, argus_store::backend::BackendError>> {
+    ) -> BoxFuture<'a, Result<QueryValue, argus_store_api::backend::BackendError>> {
         self.inner.query_range(query, start, end, step)
     }
 }
@@ -266,4 +266,95 @@ async fn a_large_fleet_s_results_are_written_in_bounded_batches_and_all_arrive()
     let scores = store.query_instant("count(argus_anomaly_score{detector=\"ensemble\"})", now).await.unwrap();
     let QueryValue::Vector(v) = scores else { panic!("{scores:?}") };
     assert_eq!(v[0].1.v, gpus as f64, "every series' ensemble score was written");
+}
+
+// === sharding ===
+
+/// Eight GPUs on each of `hosts` around 60 °C every 10 s over `[from, to]`; on every other host one GPU
+/// runs hot from `fault`.
+fn fleet_temperatures(hosts: usize, from: i64, to: i64, fault: i64) -> Vec<WriteSeries> {
+    let mut out = Vec::new();
+    for h in 0..hosts {
+        for mut s in temperatures(from, to, if h % 2 == 0 { fault } else { i64::MAX }) {
+            let host = format!("node-{h}");
+            let gpu = s.labels.get("gpu").unwrap_or("").to_string();
+            s.labels = Labels::from_pairs([
+                ("__name__", "gpu_temperature_celsius"),
+                ("cluster", "a"),
+                ("host", host.as_str()),
+                ("gpu", gpu.as_str()),
+            ]);
+            for p in &mut s.samples {
+                p.v += h as f64 * 0.3;
+            }
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// What one analyzer of share `shard` sends and writes over the fault ending at `now`: its alerts' label sets and the
+/// series it wrote back (labels and samples), each sorted.
+async fn shard_outputs(shard: argus_model::Shard, now: i64) -> (Vec<String>, Vec<String>) {
+    let (_dir, backend, _) = setup().await;
+    let start = now - 70 * 60_000;
+    let fault = now - 3 * 60_000;
+    backend.write(fleet_temperatures(6, start, now, fault)).await.unwrap();
+    let intake = Arc::new(Intake::default());
+    let rules = format!(
+        "{RULE}\n[[rule]]\nname = \"gpu_temperature_alone\"\nquery = \"gpu_temperature_celsius * 1\"\n\
+         detectors = [\"ewma\"]\ndirection = \"above\"\nmetric = \"gpu_temperature_alone\"\n"
+    );
+    let cfg = config(&rules).for_shard(shard);
+    let mut a = Analyzer::new(cfg, backend.clone(), intake.clone(), None, Metrics::default());
+    let first = fault - 2 * 60_000;
+    let mut t = first;
+    while t <= now {
+        a.tick(t).await;
+        t += STEP;
+    }
+    let mut alerts: Vec<String> = intake.0.lock().iter().map(|a| format!("{:?} {}", a.labels, a.starts_at)).collect();
+    alerts.sort();
+    let written = [argus_model::Matcher::new("__name__", argus_model::MatchOp::RegexMatch, "argus_.*").unwrap()];
+    let mut series: Vec<String> = backend
+        .select(&written, first - 70 * 60_000, now)
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| format!("{} {:?}", s.labels, s.samples))
+        .collect();
+    series.sort();
+    (alerts, series)
+}
+
+/// N shards (each with its own store holding the same data) together send and write exactly what one
+/// process does: no series, peer group or alert is lost or doubled at a shard boundary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_union_of_shards_equals_one_process() {
+    // One clock for every run, so all see the same steps.
+    let (_dir, _, now) = setup().await;
+    let (alerts, series) = shard_outputs(argus_model::Shard::ALL, now).await;
+    assert!(alerts.len() >= 3, "the faults alert: {alerts:#?}");
+    assert!(series.iter().any(|s| s.contains("argus_anomaly_score")), "scores are written: {series:?}");
+    for n in [2, 3] {
+        let (mut union_alerts, mut union_series) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let (a, s) = shard_outputs(argus_model::Shard::new(i, n).unwrap(), now).await;
+            assert!(s.len() < series.len(), "shard {i}/{n} did all the work");
+            union_alerts.extend(a);
+            union_series.extend(s);
+        }
+        union_alerts.sort();
+        union_series.sort();
+        let missing: Vec<&String> = alerts.iter().filter(|a| !union_alerts.contains(a)).collect();
+        let extra: Vec<&String> = union_alerts.iter().filter(|a| !alerts.contains(a)).collect();
+        assert_eq!(union_alerts.len(), alerts.len(), "alerts of {n} shards: missing {missing:?}, extra {extra:?}");
+        assert_eq!(union_alerts, alerts, "alerts of {n} shards");
+        let only_one: Vec<&String> = series.iter().filter(|s| !union_series.contains(s)).collect();
+        let only_shards: Vec<&String> = union_series.iter().filter(|s| !series.contains(s)).collect();
+        assert!(
+            union_series == series,
+            "series written by {n} shards differ from one process's: only there {only_one:?}, only in the shards {only_shards:?}"
+        );
+    }
 }

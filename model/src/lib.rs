@@ -9,9 +9,11 @@ pub mod lineprotocol;
 pub mod matcher;
 pub mod sample;
 pub mod secret;
+pub mod shard;
 
 pub use event::Event;
 pub use labels::{Label, Labels, METRIC_NAME};
 pub use matcher::{MatchOp, Matcher, MatcherError};
 pub use sample::Sample;
 pub use secret::Secret;
+pub use shard::Shard;

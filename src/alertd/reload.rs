@@ -19,7 +19,7 @@ use argus_alertd::db::{Db, HistoryNotifier};
 use argus_alertd::deliver::{self, Deliverer, RetryPolicy};
 use argus_alertd::outbox::Outbox;
 use argus_alertd::rules::RuleGroup;
-use argus_alertd::rules::group::{EvalOptions, Evaluator, Groups};
+use argus_alertd::rules::group::{AlertSink, EvalOptions, Evaluator, Groups};
 use argus_alertd::runner::Shared;
 use argus_store::backend::StoreBackend;
 use prometheus_client::metrics::gauge::Gauge;
@@ -35,7 +35,12 @@ pub struct Parts {
     pub db: Arc<Db>,
     /// The delivery counters, registered once and kept across reloads.
     pub delivery: Arc<deliver::metrics::Metrics>,
-    pub backend: Arc<dyn StoreBackend>,
+    /// The store the rules are evaluated against; None when the rules role does not run here.
+    pub backend: Option<Arc<dyn StoreBackend>>,
+    /// Where rule alerts go: None for this alertd's engine, else the `alert_urls` sink.
+    pub rule_sink: Option<Arc<dyn AlertSink>>,
+    /// The share of the rule groups this process evaluates (`--shard`).
+    pub shard: argus_model::Shard,
     /// The notifier handed to the in-process capacity path (the analyzer's); a reload points it at
     /// the new receivers.
     pub capacity: Arc<deliver::OutboxNotifier>,
@@ -99,7 +104,7 @@ impl Reloader {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         let built = (|| {
             let (cfg, text, dir) = load_config_at(self.config_file.as_ref())?;
-            let rules = rule_groups(&cfg, &dir)?;
+            let rules = rule_groups(&cfg, &dir, self.parts.shard)?;
             let integrations = deliver::build_with_ledger(&cfg, self.parts.db.clone())?;
             anyhow::Ok((cfg, text, rules, integrations))
         })();
@@ -141,11 +146,14 @@ impl Reloader {
 
     fn spawn(&self, deliverer: Deliverer, rules: Option<(Vec<RuleGroup>, EvalOptions)>) -> Vec<JoinHandle<()>> {
         let mut tasks = deliverer.spawn();
-        if let Some((groups, opts)) = rules {
+        if let (Some((groups, opts)), Some(backend)) = (rules, &self.parts.backend) {
             let n: usize = groups.iter().map(|g| g.rules.len()).sum();
             tracing::info!(groups = groups.len(), rules = n, "Evaluating rules against the store");
-            let sink = Arc::new(self.shared.clone());
-            let evaluator = Arc::new(Evaluator { backend: self.parts.backend.clone(), sink, opts });
+            let sink = match &self.parts.rule_sink {
+                Some(s) => s.clone(),
+                None => Arc::new(self.shared.clone()),
+            };
+            let evaluator = Arc::new(Evaluator { backend: backend.clone(), sink, opts });
             tasks.extend(self.groups.spawn(groups, evaluator, self.shared.clock.clone()));
         }
         tasks

@@ -3,7 +3,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn every_part() -> OpenApi {
-    document(Parts { alertd: true, analyzer: true, demo: true })
+    document(Parts { store: true, alertd: true, analyzer: true, demo: true })
 }
 
 /// `(METHOD, path)` of every operation in the document.
@@ -136,7 +136,7 @@ fn operations_have_unique_ids_and_the_listener_rules() {
 
 #[test]
 fn parts_not_served_are_not_documented() {
-    let doc = document(Parts { alertd: false, analyzer: false, demo: false });
+    let doc = document(Parts { store: true, alertd: false, analyzer: false, demo: false });
     let ops = operations(&doc);
     assert!(ops.contains(&("GET".into(), "/api/v1/query".into())));
     assert!(

@@ -46,12 +46,7 @@ pub enum DbError {
     HeadChunk(#[from] crate::head::chunks::ChunkReadError),
 }
 
-/// One selected series with its samples, sorted by time.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Series {
-    pub labels: Arc<Labels>,
-    pub samples: Vec<Sample>,
-}
+pub use argus_store_api::Series;
 
 pub(crate) struct Shared {
     pub opts: Options,

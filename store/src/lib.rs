@@ -13,8 +13,8 @@ pub mod http;
 pub mod metrics;
 pub mod postings;
 pub mod query;
-pub mod remote_write;
 pub mod wal;
 
+pub use argus_store_api::remote_write;
 pub(crate) use db::matches;
 pub use db::{Db, DbError, Options, Series};

@@ -13,7 +13,6 @@ mod functions;
 mod range_functions;
 #[cfg(test)]
 mod selector_tests;
-mod syntax;
 #[cfg(test)]
 mod tests;
 
@@ -24,18 +23,14 @@ use promql_parser::parser::{Expr, VectorSelector};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use argus_store_api::promql::{STALE_NAN_BITS, is_stale, parse_error, parse_expr};
+
 /// How far back an instant selector looks for the latest sample.
 pub const LOOKBACK_MS: i64 = 5 * 60 * 1000;
-/// Prometheus' stale marker: a NaN with this exact bit pattern ends a series.
-pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
 /// The step of a subquery written without one (`x[1h:]`): Prometheus' default evaluation interval.
 pub const DEFAULT_SUBQUERY_STEP_MS: i64 = 60_000;
 /// Prometheus' limit on the points of one series in a range query's answer.
 pub const MAX_POINTS_PER_SERIES: i64 = 11_000;
-
-pub fn is_stale(v: f64) -> bool {
-    v.to_bits() == STALE_NAN_BITS
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
@@ -101,45 +96,13 @@ pub fn matchers_of(vs: &VectorSelector) -> Result<Vec<Matcher>, String> {
 }
 
 fn parse(query: &str) -> Result<Expr, QueryError> {
-    static EXTRA: std::sync::Once = std::sync::Once::new();
-    EXTRA.call_once(|| {
-        use promql_parser::parser::{Function, value::ValueType};
-        // Prometheus 2's name for double_exponential_smoothing, which 2.x dashboards still use; the
-        // parser only knows the new name. Registering fails only on a clash with a built-in name.
-        let hw = Function::new(
-            "holt_winters",
-            vec![ValueType::Matrix, ValueType::Scalar, ValueType::Scalar],
-            0,
-            ValueType::Vector,
-            false,
-        );
-        if let Err(e) = promql_parser::parser::register_extra_functions(vec![hw]) {
-            tracing::warn!(error = %e, "holt_winters stays unavailable");
-        }
-    });
-    parse_expr(query)
-        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {}", syntax::with_position(query, &e))))
+    argus_store_api::promql::parse(query).map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
 }
 
-/// `promql_parser::parser::parse`, refusing first the durations the parser would panic on (an `offset`
-/// of 10^60 seconds, `[Inf]`: it converts them with `Duration::from_secs_f64`; found by fuzzing), and
-/// turning any other panic inside the parser into an error. Every PromQL string Argus parses goes
-/// through here.
-pub fn parse_expr(query: &str) -> Result<promql_parser::parser::Expr, String> {
-    syntax::check_durations(query)?;
-    std::panic::catch_unwind(|| promql_parser::parser::parse(query))
-        .unwrap_or_else(|_| Err("a number or duration in the query is out of range".to_string()))
-}
-
-/// Checks that `query` parses, as the query endpoints would (rule files are validated with it); the
-/// error is the message those endpoints answer.
+/// Checks that `query` parses, as the query endpoints would; the error is the message those endpoints
+/// answer.
 pub fn check(query: &str) -> Result<(), QueryError> {
     parse(query).map(|_| ())
-}
-
-/// `promql-parser`'s message for `query` with Prometheus' `line:col: parse error:` prefix.
-pub fn parse_error(query: &str, message: &str) -> String {
-    syntax::with_position(query, message)
 }
 
 /// The sample an instant selector sees at `t`, given `end`, the number of samples at or before `t`:

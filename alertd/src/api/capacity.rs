@@ -7,7 +7,7 @@ use super::history::{Success, V1Error, ok};
 use super::openapi::{HistoryErrors, SCHEDULER_TAG};
 use crate::deliver::OutboxNotifier;
 use crate::deliver::scheduler::capacity::CapacityPlan;
-use argus_store::http::openapi::PromError;
+use argus_store_api::openapi::PromError;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;

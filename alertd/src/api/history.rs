@@ -6,7 +6,7 @@ use super::openapi::{HISTORY_TAG, HistoryErrors};
 use super::{ApiError, Params, State};
 use crate::db::{Ack, IncidentRow, NotificationRow, Range};
 use crate::time::Timestamp;
-use argus_store::http::openapi::PromError;
+use argus_store_api::openapi::PromError;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;

@@ -8,7 +8,7 @@
 use super::silences::SilenceStatus;
 use crate::silence::WireMatcher;
 use crate::time::Timestamp;
-use argus_store::http::openapi::PromError;
+use argus_store_api::openapi::PromError;
 use utoipa::{IntoResponses, OpenApi, ToSchema};
 
 pub(super) const AM_TAG: &str = "alertmanager";

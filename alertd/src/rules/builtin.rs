@@ -83,8 +83,8 @@ mod tests {
     use crate::rules::group::{AlertSink, EvalOptions, Evaluator, GroupState, embedded_for_tests};
     use crate::time::Timestamp;
     use argus_model::{Labels, Sample};
-    use argus_store::backend::QueryValue;
-    use argus_store::remote_write::WriteSeries;
+    use argus_store_api::backend::QueryValue;
+    use argus_store_api::remote_write::WriteSeries;
     use std::sync::{Arc, Mutex};
 
     #[test]
@@ -99,7 +99,7 @@ mod tests {
             })
             .collect();
         for e in &exprs {
-            argus_store::query::check(e).unwrap_or_else(|err| panic!("{e}: {err}"));
+            argus_store_api::promql::check(e).unwrap_or_else(|err| panic!("{e}: {err}"));
         }
         expect_test::expect![[r#"
             [

@@ -119,11 +119,8 @@ fn rule(r: RawRule, at: &str, err: &impl Fn(String, &str, String) -> ConfigError
     if r.expr.is_none() {
         return Err(err(format!("{at}.expr"), name, "missing field `expr`".into()));
     }
-    if let Err(e) = argus_store::query::check(&expr) {
-        // The store words it for its HTTP API; here the field says what was wrong.
-        let msg = e.to_string();
-        let msg = msg.strip_prefix("invalid parameter \"query\": ").unwrap_or(&msg).to_string();
-        return Err(err(format!("{at}.expr"), &expr_line, msg));
+    if let Err(e) = argus_store_api::promql::check(&expr) {
+        return Err(err(format!("{at}.expr"), &expr_line, e.to_string()));
     }
     for (k, v) in &r.labels {
         if !valid_label_name(k) || k == "__name__" {
@@ -193,10 +190,8 @@ fn forecast_rule(
         Some(_) => return Err(err(format!("{at}.limit"), "limit:", "must be a number or a PromQL expression".into())),
         None => return Err(err(format!("{at}.limit"), &needle, "required: a number or a PromQL expression".into())),
     };
-    if let Err(e) = argus_store::query::check(&limit) {
-        let msg = e.to_string();
-        let msg = msg.strip_prefix("invalid parameter \"query\": ").unwrap_or(&msg).to_string();
-        return Err(err(format!("{at}.limit"), "limit:", msg));
+    if let Err(e) = argus_store_api::promql::check(&limit) {
+        return Err(err(format!("{at}.limit"), "limit:", e.to_string()));
     }
     let direction = match r.direction.as_deref() {
         None | Some("above") => Direction::Above,

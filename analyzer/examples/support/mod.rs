@@ -3,8 +3,8 @@
 
 use argus_store::backend::{Embedded, StoreBackend};
 use argus_store::query::QueryLimits;
-use argus_store::remote_write::WriteSeries;
 use argus_store::{Db, Options};
+use argus_store_api::remote_write::WriteSeries;
 use std::sync::Arc;
 
 /// The store and where its history ends; the directory lives as long as this does.

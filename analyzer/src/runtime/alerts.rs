@@ -5,7 +5,7 @@
 use super::config::Rule;
 use crate::detect::peer::PeerScore;
 use argus_model::Labels;
-use argus_store::backend::BoxFuture;
+use argus_store_api::backend::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
@@ -43,32 +43,57 @@ pub trait AlertOut: Send + Sync {
     fn send(&self, alerts: Vec<Alert>) -> BoxFuture<'_, Result<(), String>>;
 }
 
-/// Posts to an Alertmanager-compatible `/api/v2/alerts` (alertd, or Alertmanager itself).
+/// Posts to the Alertmanager-compatible `/api/v2/alerts` of every server in `alert_urls` (alertd
+/// replicas, or Alertmanager itself), all at once, as Prometheus does with its Alertmanagers: each
+/// replica must hear every alert, so none is skipped because another answered.
 pub struct HttpAlertOut {
     client: reqwest::Client,
-    url: String,
+    urls: Vec<String>,
 }
 
 impl HttpAlertOut {
-    /// `base` is the server's URL, e.g. `http://alertd:9700`.
-    pub fn new(base: &str) -> Result<HttpAlertOut, String> {
+    /// `bases` are the servers' URLs, e.g. `http://alertd-0:9700`.
+    pub fn new(bases: &[String]) -> Result<HttpAlertOut, String> {
+        if bases.is_empty() {
+            return Err("no alert URL".into());
+        }
         let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().map_err(|e| e.to_string())?;
-        Ok(HttpAlertOut { client, url: format!("{}/api/v2/alerts", base.trim_end_matches('/')) })
+        let urls = bases.iter().map(|b| format!("{}/api/v2/alerts", b.trim_end_matches('/'))).collect();
+        Ok(HttpAlertOut { client, urls })
+    }
+
+    /// Posts `alerts` (any Alertmanager v2 JSON) to every server. Succeeds when at least one accepted
+    /// them; the error names every server that did not. A server that missed a post hears the alerts
+    /// again with the next resend (every [`RESEND`] while they fire).
+    pub async fn post<T: Serialize + Sync>(&self, alerts: &[T]) -> Result<(), String> {
+        let body = serde_json::to_vec(alerts).map_err(|e| e.to_string())?;
+        let sends = self.urls.iter().map(|url| {
+            let req = self.client.post(url).header("content-type", "application/json").body(body.clone());
+            async move {
+                let r = req.send().await.map_err(|e| format!("{url}: {e}"))?;
+                if r.status().is_success() {
+                    return Ok(());
+                }
+                let status = r.status();
+                let text = r.text().await.unwrap_or_default();
+                Err(format!("{url} answered {status}: {}", text.chars().take(300).collect::<String>()))
+            }
+        });
+        let results = futures_util::future::join_all(sends).await;
+        let failed: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+        if failed.len() == self.urls.len() {
+            return Err(failed.join("; "));
+        }
+        for error in failed {
+            tracing::warn!(%error, "An alert receiver missed a post; it hears the alerts at the next resend");
+        }
+        Ok(())
     }
 }
 
 impl AlertOut for HttpAlertOut {
     fn send(&self, alerts: Vec<Alert>) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(async move {
-            let r = self.client.post(&self.url).json(&alerts).send().await.map_err(|e| format!("{}: {e}", self.url))?;
-            if r.status().is_success() {
-                Ok(())
-            } else {
-                let status = r.status();
-                let body = r.text().await.unwrap_or_default();
-                Err(format!("{} answered {status}: {}", self.url, body.chars().take(300).collect::<String>()))
-            }
-        })
+        Box::pin(async move { self.post(&alerts).await })
     }
 }
 

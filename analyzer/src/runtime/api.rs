@@ -57,7 +57,7 @@ fn bad(msg: String) -> Response {
         ("min_score" = Option<String>, Query, description = "Only scores above this (default 1: anomalies; 0 lists every series)", example = "1"),
         ("limit" = Option<String>, Query, description = "At most this many rows (default 100)", example = "100")),
     responses((status = 200, description = "Findings", body = Anomalies),
-        (status = 400, description = "A malformed parameter, or an unknown rule (`bad_data`)", body = argus_store::http::openapi::PromError)))]
+        (status = 400, description = "A malformed parameter, or an unknown rule (`bad_data`)", body = argus_store_api::openapi::PromError)))]
 async fn anomalies(State(board): State<Arc<Board>>, Query(p): Query<Params>) -> Response {
     let min_score = match p.min_score.as_deref().map(str::parse::<f64>) {
         None => 1.0,

@@ -15,6 +15,8 @@
 
 use crate::detect::Direction;
 use crate::detect::peer::PeerParams;
+use argus_model::Labels;
+use argus_model::shard::{ENTITY_LABELS, Shard};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -39,8 +41,8 @@ pub struct Config {
     /// 2: one detector far out of a single-detector rule, or both detectors of a pair well out); 0 turns
     /// it off. A sharp anomaly is often a single step: the record stage scores only its first point high.
     pub alert_at_once: Option<f64>,
-    /// Where anomalies are posted: unset means the alertd inside this process; otherwise an
-    /// Alertmanager API v2 base URL (`http://alertd:9700`), to which `/api/v2/alerts` is appended.
+    /// The older spelling of `[server] alert_urls` (one alertd base URL), still read when that list is
+    /// empty. Under `argus serve`, anomalies go to the alertd in the same process unless the list is set.
     pub alert_url: Option<String>,
     /// How often detector state is saved to the data directory.
     pub checkpoint: Option<String>,
@@ -105,6 +107,31 @@ pub struct Valid {
     pub forecasts: Vec<super::forecasts::config::Target>,
     pub pools: Vec<super::forecasts::config::Pool>,
     pub multivariate: Vec<super::multivariate::config::ModelRule>,
+    /// The share of the work this process takes (`argus serve --shard`); all of it by default.
+    pub shard: Shard,
+}
+
+impl Valid {
+    /// The settings for share `shard` of the work: series of a rule by their `cluster` and `host`
+    /// (a peer rule's by its `peer_by` labels, so a peer group stays whole), a multivariate rule's
+    /// entities by their labels, forecast targets by name and capacity pools with their demand target.
+    pub fn for_shard(mut self, shard: Shard) -> Valid {
+        self.forecasts.retain(|t| shard.owns([t.name.as_str()]));
+        self.pools.retain(|p| shard.owns([p.demand.as_str()]));
+        self.shard = shard;
+        self
+    }
+}
+
+impl Rule {
+    /// Whether `shard` owns this rule's series `labels`: by its peer groups' labels for a peer rule,
+    /// else by the entity's (`cluster`, `host`).
+    pub fn owned_by(&self, shard: Shard, labels: &Labels) -> bool {
+        match &self.peer {
+            Some(p) => shard.owns_series(labels, &p.by),
+            None => shard.owns_series(labels, &ENTITY_LABELS),
+        }
+    }
 }
 
 /// A validated rule.
@@ -205,6 +232,7 @@ impl Config {
             forecasts: Vec::new(),
             pools: Vec::new(),
             multivariate: super::multivariate::config::validate(&self.multivariate, interval)?,
+            shard: Shard::ALL,
         };
         let forecasts = super::forecasts::config::validate_targets(&self.forecasts)?;
         let pools = super::forecasts::config::validate_pools(&self.capacity, &forecasts)?;
@@ -225,7 +253,7 @@ fn validate_rule(r: &RuleConfig, at: &str, interval: Duration) -> Result<Rule, C
     if r.query.trim().is_empty() {
         return Err(err(format!("{at}.query"), "is empty"));
     }
-    if let Err(e) = argus_store::query::parse_expr(&r.query) {
+    if let Err(e) = argus_store_api::promql::parse_expr(&r.query) {
         return Err(err(format!("{at}.query"), format!("not valid PromQL: {e}")));
     }
     if r.detectors.is_empty() {

@@ -24,8 +24,8 @@ use crate::capacity::{CapacityPlanner, HeldBy, Outlook, PlanInput, Recommendatio
 use crate::forecast::select::{MODELS, ModelConfig, Selected, Selection};
 use crate::forecast::{Forecast, ForecastError, Forecaster, Regular};
 use argus_model::{Labels, METRIC_NAME, Sample};
-use argus_store::backend::{QueryValue, StoreBackend};
-use argus_store::remote_write::WriteSeries;
+use argus_store_api::backend::{QueryValue, StoreBackend};
+use argus_store_api::remote_write::WriteSeries;
 use config::{Pool, Target};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

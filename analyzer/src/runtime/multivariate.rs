@@ -31,9 +31,9 @@ use super::Metrics;
 use super::alerts::{self, ALERT_NAME, Alert, Firing, RESEND};
 use crate::detect::features::FeatureConfig;
 use crate::detect::multivariate::{self, MultivariateModel, ScoreState};
-use argus_model::{Labels, METRIC_NAME, Sample};
-use argus_store::backend::{QueryValue, StoreBackend};
-use argus_store::remote_write::WriteSeries;
+use argus_model::{Labels, METRIC_NAME, Sample, Shard};
+use argus_store_api::backend::{QueryValue, StoreBackend};
+use argus_store_api::remote_write::WriteSeries;
 use config::ModelRule;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -115,6 +115,8 @@ pub struct Multivariate {
     resolve_after: u32,
     max_catchup: i64,
     forget_after: i64,
+    /// The entities this process scores (`--shard`).
+    shard: Shard,
 }
 
 impl Multivariate {
@@ -152,6 +154,7 @@ impl Multivariate {
             })
             .collect();
         Multivariate {
+            shard: cfg.shard,
             backend,
             state_dir,
             rules,
@@ -238,7 +241,7 @@ impl Multivariate {
         let cold = r.entities.values().any(|e| e.state.is_none());
         let read_from = if cold { live_from - r.rule.warm_steps() * step } else { live_from };
         let backend = self.backend.clone();
-        let data = read(&*backend, &self.rules[i].rule, read_from, end).await?;
+        let data = read(&*backend, &self.rules[i].rule, self.shard, read_from, end).await?;
         let r = &mut self.rules[i];
         r.last_step = Some(end);
         let mut anomalous = 0;
@@ -296,11 +299,12 @@ impl Multivariate {
         }
         let rule = r.rule.clone();
         let backend = self.backend.clone();
+        let shard = self.shard;
         tracing::debug!(rule = %rule.name, full = only.is_none(), "Multivariate training started");
         r.job = Some(tokio::spawn(async move {
             let started = Instant::now();
             let from = end - rule.train_window.as_millis() as i64 / rule.step_ms() * rule.step_ms();
-            let data = read(&*backend, &rule, from, end).await?;
+            let data = read(&*backend, &rule, shard, from, end).await?;
             tokio::task::spawn_blocking(move || {
                 let full = only.is_none();
                 let mut trained = train_all(&rule, data, only.as_ref(), end);
@@ -423,7 +427,13 @@ impl Grid {
 }
 
 /// Every entity's values of the rule's metrics from `from` to `to` (ms, aligned to the step).
-async fn read(backend: &dyn StoreBackend, rule: &ModelRule, from: i64, to: i64) -> Result<BTreeMap<Key, Grid>, String> {
+async fn read(
+    backend: &dyn StoreBackend,
+    rule: &ModelRule,
+    shard: Shard,
+    from: i64,
+    to: i64,
+) -> Result<BTreeMap<Key, Grid>, String> {
     let step = rule.step_ms();
     let n = rule.metrics.len();
     let n_steps = ((to - from) / step + 1).max(0) as usize;
@@ -445,6 +455,9 @@ async fn read(backend: &dyn StoreBackend, rule: &ModelRule, from: i64, to: i64) 
                 else {
                     continue;
                 };
+                if !shard.owns(key.iter().map(String::as_str)) {
+                    continue;
+                }
                 if !in_chunk.insert(key.clone()) {
                     ambiguous.insert(key, m);
                     continue;

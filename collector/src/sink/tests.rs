@@ -2,7 +2,6 @@ use super::*;
 use crate::batch::Point;
 use crate::config::Config;
 use axum::http::{HeaderMap, StatusCode};
-use prost::Message;
 use std::sync::{Arc, Mutex};
 
 /// A store stand-in: answers 503 with `Retry-After: 1` to the first `fail` requests, then 204, and
@@ -29,11 +28,10 @@ async fn serve(fake: Fake) -> String {
                         return (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")]).into_response_parts();
                     }
                 }
-                let raw = snap::raw::Decoder::new().decompress_vec(&body).unwrap();
-                let req = remote_write::WriteRequest::decode(raw.as_slice()).unwrap();
+                let req = argus_store_api::remote_write::decode(&body).unwrap();
                 let mut acc = f.accepted.lock().unwrap();
-                for ts in req.timeseries {
-                    acc.extend(ts.samples.iter().map(|s| s.timestamp));
+                for ts in req.series {
+                    acc.extend(ts.samples.iter().map(|s| s.t));
                 }
                 (StatusCode::NO_CONTENT, [("retry-after", "0")]).into_response_parts()
             }

@@ -56,23 +56,7 @@ pub(super) const OPS_TAG: &str = "operations";
 
 // === errors ===
 
-/// `"error"`.
-#[derive(ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ErrorStatus {
-    Error,
-}
-
-/// Prometheus' error envelope: every error under `/api/v1/`. `errorType` is `bad_data` (400, and 405
-/// for a wrong method), `execution` (422), `timeout` (503), `internal` (500), `not_found` (404),
-/// `unauthorized` (401), `forbidden` (403) or `unavailable` (503, too many concurrent requests).
-#[derive(ToSchema)]
-pub struct PromError {
-    status: ErrorStatus,
-    #[serde(rename = "errorType")]
-    error_type: String,
-    error: String,
-}
+pub use argus_store_api::openapi::{ErrorStatus, PromError};
 
 /// One rejected line of a line-protocol write.
 #[derive(ToSchema)]

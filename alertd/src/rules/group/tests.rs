@@ -1,7 +1,7 @@
 use super::*;
 use crate::rules::parse;
-use argus_store::Series;
-use argus_store::backend::BoxFuture;
+use argus_store_api::Series;
+use argus_store_api::backend::BoxFuture;
 use std::collections::HashMap;
 use std::sync::Mutex;
 

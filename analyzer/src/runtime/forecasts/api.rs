@@ -42,7 +42,7 @@ fn bad(msg: String) -> Response {
 
 /// The label matchers of a selector like `{a="b"}` (a metric name in it matches `metric`).
 fn matchers(selector: &str) -> Result<Vec<Matcher>, String> {
-    let expr = argus_store::query::parse_expr(selector).map_err(|e| format!("match: not a selector: {e}"))?;
+    let expr = argus_store_api::promql::parse_expr(selector).map_err(|e| format!("match: not a selector: {e}"))?;
     let Expr::VectorSelector(vs) = expr else {
         return Err(format!("match: {selector:?} is not a series selector"));
     };
@@ -80,7 +80,7 @@ pub(crate) struct Forecasts {
         ("match" = Option<String>, Query, description = "A series selector the forecast's labels must satisfy, e.g. `{cluster=\"a\"}`"),
         ("limit" = Option<String>, Query, description = "At most this many series (default 1000)", example = "1000")),
     responses((status = 200, description = "Forecasts", body = Forecasts),
-        (status = 400, description = "A malformed parameter, or an unknown target (`bad_data`)", body = argus_store::http::openapi::PromError)))]
+        (status = 400, description = "A malformed parameter, or an unknown target (`bad_data`)", body = argus_store_api::openapi::PromError)))]
 pub(crate) async fn forecasts(State(board): State<Arc<ForecastBoard>>, Query(p): Query<Params>) -> Response {
     let limit = match p.limit.as_deref().map(str::parse::<usize>) {
         None => 1000,

@@ -142,7 +142,7 @@ pub fn validate_targets(targets: &[TargetConfig]) -> Result<Vec<Target>, ConfigE
         if t.query.trim().is_empty() {
             return Err(err(format!("{at}.query"), "is empty"));
         }
-        if let Err(e) = argus_store::query::parse_expr(&t.query) {
+        if let Err(e) = argus_store_api::promql::parse_expr(&t.query) {
             return Err(err(format!("{at}.query"), format!("not valid PromQL: {e}")));
         }
         let step = duration(&format!("{at}.step"), &t.step, Duration::from_secs(60))?;
@@ -235,7 +235,7 @@ pub fn validate_pools(pools: &[PoolConfig], targets: &[Target]) -> Result<Vec<Po
                 return Err(err(format!("{at}.{key}"), format!("no forecast target is named {name:?}")));
             }
         }
-        if let Err(e) = argus_store::query::parse_expr(&p.current) {
+        if let Err(e) = argus_store_api::promql::parse_expr(&p.current) {
             return Err(err(format!("{at}.current"), format!("not valid PromQL: {e}")));
         }
         let d = PlannerConfig::default();

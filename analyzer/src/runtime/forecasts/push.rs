@@ -3,7 +3,7 @@
 //! every round; a hand-over that fails is tried again at the pool's next plan.
 
 use crate::capacity::Recommendation;
-use argus_store::backend::BoxFuture;
+use argus_store_api::backend::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,14 +22,29 @@ pub struct CapacityPush {
 /// Posts to alertd's `POST /api/v1/scheduler/capacity`.
 pub struct HttpCapacityOut {
     client: reqwest::Client,
-    url: String,
+    urls: Vec<String>,
 }
 
 impl HttpCapacityOut {
-    /// `base` is alertd's URL, e.g. `http://alertd:9700`.
-    pub fn new(base: &str) -> Result<HttpCapacityOut, String> {
+    /// `bases` are alertd's URLs, e.g. `http://alertd-0:9700`. A plan is handed to the first that
+    /// accepts it (a plan is an action for the scheduler, so one alertd delivers it, not each replica).
+    pub fn new(bases: &[String]) -> Result<HttpCapacityOut, String> {
+        if bases.is_empty() {
+            return Err("no alert URL".into());
+        }
         let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().map_err(|e| e.to_string())?;
-        Ok(HttpCapacityOut { client, url: format!("{}/api/v1/scheduler/capacity", base.trim_end_matches('/')) })
+        let urls = bases.iter().map(|b| format!("{}/api/v1/scheduler/capacity", b.trim_end_matches('/'))).collect();
+        Ok(HttpCapacityOut { client, urls })
+    }
+
+    async fn push_to(&self, url: &str, body: &CapacityPush) -> Result<(), String> {
+        let r = self.client.post(url).json(body).send().await.map_err(|e| format!("{url}: {e}"))?;
+        let status = r.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = r.text().await.unwrap_or_default();
+        Err(format!("{url} answered {status}: {}", text.chars().take(300).collect::<String>()))
     }
 }
 
@@ -37,13 +52,14 @@ impl CapacityOut for HttpCapacityOut {
     fn push(&self, plans: Vec<Recommendation>) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             let body = CapacityPush { plans };
-            let r = self.client.post(&self.url).json(&body).send().await.map_err(|e| format!("{}: {e}", self.url))?;
-            let status = r.status();
-            if status.is_success() {
-                return Ok(());
+            let mut failed = Vec::new();
+            for url in &self.urls {
+                match self.push_to(url, &body).await {
+                    Ok(()) => return Ok(()),
+                    Err(e) => failed.push(e),
+                }
             }
-            let body = r.text().await.unwrap_or_default();
-            Err(format!("{} answered {status}: {}", self.url, body.chars().take(300).collect::<String>()))
+            Err(failed.join("; "))
         })
     }
 }

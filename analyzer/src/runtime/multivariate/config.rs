@@ -102,7 +102,7 @@ pub fn validate(models: &[ModelConfig], interval: Duration) -> Result<Vec<ModelR
             if q.trim().is_empty() {
                 return Err(err(key, "is empty"));
             }
-            if let Err(e) = argus_store::query::parse_expr(q) {
+            if let Err(e) = argus_store_api::promql::parse_expr(q) {
                 return Err(err(key, format!("not valid PromQL: {e}")));
             }
             if m.metrics[..j].contains(q) {

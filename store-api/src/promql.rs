@@ -1,0 +1,79 @@
+//! PromQL as every part of Argus parses it: the store's query endpoints, rule files, the analyzer's
+//! configuration. One parser, one set of extra functions, one way to word an error.
+
+mod syntax;
+
+use promql_parser::parser::Expr;
+
+/// Prometheus' stale marker: a NaN with this exact bit pattern ends a series.
+pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
+
+/// Whether `v` is Prometheus' stale marker (not any NaN: the bit pattern).
+pub fn is_stale(v: f64) -> bool {
+    v.to_bits() == STALE_NAN_BITS
+}
+
+/// A query that does not parse, worded as Prometheus words it: `1:23: parse error: unclosed left
+/// parenthesis` (1-based line and byte column).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(String);
+
+/// Parses `query`, with the error placed as Prometheus places it.
+pub fn parse(query: &str) -> Result<Expr, ParseError> {
+    parse_expr(query).map_err(|e| ParseError(syntax::with_position(query, &e)))
+}
+
+/// Checks that `query` parses, as the query endpoints would (rule files are validated with it).
+pub fn check(query: &str) -> Result<(), ParseError> {
+    parse(query).map(|_| ())
+}
+
+/// `promql_parser::parser::parse`, refusing first the durations the parser would panic on (an `offset`
+/// of 10^60 seconds, `[Inf]`: it converts them with `Duration::from_secs_f64`; found by fuzzing), and
+/// turning any other panic inside the parser into an error. Every PromQL string Argus parses goes
+/// through here. The error is the parser's message without a position (see [`parse`]).
+pub fn parse_expr(query: &str) -> Result<Expr, String> {
+    register_extra_functions();
+    syntax::check_durations(query)?;
+    std::panic::catch_unwind(|| promql_parser::parser::parse(query))
+        .unwrap_or_else(|_| Err("a number or duration in the query is out of range".to_string()))
+}
+
+/// `promql-parser`'s message for `query` with Prometheus' `line:col: parse error:` prefix.
+pub fn parse_error(query: &str, message: &str) -> String {
+    syntax::with_position(query, message)
+}
+
+/// Functions Prometheus 2 knows that the parser does not, registered once per process.
+fn register_extra_functions() {
+    static EXTRA: std::sync::Once = std::sync::Once::new();
+    EXTRA.call_once(|| {
+        use promql_parser::parser::{Function, value::ValueType};
+        // Prometheus 2's name for double_exponential_smoothing, which 2.x dashboards still use; the
+        // parser only knows the new name. Registering fails only on a clash with a built-in name.
+        let hw = Function::new(
+            "holt_winters",
+            vec![ValueType::Matrix, ValueType::Scalar, ValueType::Scalar],
+            0,
+            ValueType::Vector,
+            false,
+        );
+        if let Err(e) = promql_parser::parser::register_extra_functions(vec![hw]) {
+            tracing::warn!(error = %e, "holt_winters stays unavailable");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_carry_prometheus_positions() {
+        assert_eq!(check("sum(rate(x[5m])").unwrap_err().to_string(), "1:16: parse error: unclosed left parenthesis");
+        assert!(check("holt_winters(x[5m], 0.5, 0.5)").is_ok(), "Prometheus 2's name is known");
+        assert!(parse_expr("x offset 1e60s").is_err(), "an out-of-range duration is refused, not a panic");
+        assert!(is_stale(f64::from_bits(STALE_NAN_BITS)) && !is_stale(f64::NAN));
+    }
+}
