@@ -106,6 +106,8 @@ pub struct Store {
     pub data_dir: Option<PathBuf>,
     /// e.g. "35d"
     pub retention: Option<String>,
+    /// e.g. "500GiB": past it the oldest blocks are deleted, whatever their age.
+    pub max_disk_size: Option<String>,
     /// e.g. "10m"
     pub max_future: Option<String>,
     /// "always" (default), "never", or an interval such as "1s"
@@ -311,6 +313,9 @@ impl Config {
                 "never" => WalSync::Never,
                 other => WalSync::Interval(duration("store.wal_sync", other)?),
             };
+        }
+        if let Some(m) = &s.max_disk_size {
+            o.max_disk_size = Some(bytes("store.max_disk_size", m)?).filter(|&b| b > 0);
         }
         if let Some(m) = &s.memory_limit {
             o.memory_limit = bytes("store.memory_limit", m)?;

@@ -27,6 +27,10 @@ pub struct Args {
     /// How long samples are kept, from the wall clock [default: 35d].
     #[arg(long)]
     retention: Option<String>,
+    /// How much disk the data directory may take (e.g. 500GiB); past it the oldest blocks go first
+    /// [default: no bound].
+    #[arg(long)]
+    retention_size: Option<String>,
     /// The parts to run, comma-separated: store, rules, analyzer, alertd, collector, or all (the
     /// default). Without `store`, the others use the remote store `[store] backend` names.
     #[arg(long, value_delimiter = ',')]
@@ -63,6 +67,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let Some(r) = &args.retention {
         opts.retention = config::duration("--retention", r)?;
+    }
+    if let Some(r) = &args.retention_size {
+        opts.max_disk_size = Some(config::bytes("--retention-size", r)?).filter(|&b| b > 0);
     }
     let listen: SocketAddr = match args.listen {
         Some(l) => l,

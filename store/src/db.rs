@@ -61,6 +61,8 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     /// Decoded chunks of recently read series (`Options::chunk_cache_bytes`).
     pub cache: ChunkCache,
+    /// Whether the data directory last held over 80 % of `max_disk_size` (said once per crossing).
+    pub disk_high: std::sync::atomic::AtomicBool,
     _lock: fs::File,
 }
 
@@ -129,8 +131,10 @@ impl Db {
             next_id: AtomicU64::new(next_id),
             metrics,
             cache,
+            disk_high: std::sync::atomic::AtomicBool::new(false),
             _lock: lock,
         });
+        shared.metrics.max_disk_bytes.set(shared.opts.max_disk_size.unwrap_or(0) as i64);
         shared.update_gauges();
         let committer = Committer::start(shared.clone());
         Ok(Db { shared, committer })

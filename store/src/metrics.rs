@@ -31,6 +31,9 @@ pub struct Metrics {
     pub flushes: Counter,
     pub compactions: Counter,
     pub blocks_deleted_retention: Counter,
+    pub blocks_deleted_size: Counter,
+    pub disk_bytes: Gauge,
+    pub max_disk_bytes: Gauge,
     pub chunk_cache: crate::block::cache::CacheMetrics,
 }
 
@@ -74,6 +77,17 @@ impl Metrics {
             "Blocks deleted for being past retention",
             self.blocks_deleted_retention.clone(),
         );
+        r.register(
+            "blocks_deleted_size",
+            "Blocks deleted to keep the data directory under max_disk_size",
+            self.blocks_deleted_size.clone(),
+        );
+        r.register(
+            "disk_bytes",
+            "Bytes of the data directory counted against max_disk_size: blocks, WAL and head chunks",
+            self.disk_bytes.clone(),
+        );
+        r.register("max_disk_bytes", "store.max_disk_size (0: no bound)", self.max_disk_bytes.clone());
         let c = &self.chunk_cache;
         r.register("chunk_cache_hits", "Chunk reads answered by the decoded-chunk cache", c.hits.clone());
         r.register("chunk_cache_misses", "Chunk reads that decoded the chunk from its block", c.misses.clone());

@@ -194,7 +194,9 @@ fn next_series(b: &Block, id: u32) -> Result<Option<(u32, Labels)>, DbError> {
     Ok(Some((id, b.labels(id)?)))
 }
 
-/// Deletes blocks whose newest sample is older than the retention window.
+/// Deletes blocks whose newest sample is older than the retention window, then, with
+/// `max_disk_size`, the blocks with the oldest data until the data directory fits (see
+/// [`over_size`]).
 pub(crate) fn apply_retention(shared: &Shared, now: i64) -> Result<(), DbError> {
     let cutoff = now.saturating_sub(shared.opts.retention.as_millis() as i64);
     let expired: Vec<Arc<Block>> = {
@@ -208,10 +210,90 @@ pub(crate) fn apply_retention(shared: &Shared, now: i64) -> Result<(), DbError> 
         delete_block_dir(&b.dir)?;
         shared.metrics.blocks_deleted_retention.inc();
     }
-    if !expired.is_empty() {
+    let oversize = over_size(shared)?;
+    for b in &oversize {
+        tracing::warn!(
+            block = %b.dir.display(),
+            max_time = b.meta.max_time,
+            bytes = b.size,
+            "Deleting block to keep the data directory under store.max_disk_size"
+        );
+        delete_block_dir(&b.dir)?;
+        shared.metrics.blocks_deleted_size.inc();
+    }
+    if !expired.is_empty() || !oversize.is_empty() {
         shared.update_gauges();
     }
     Ok(())
+}
+
+/// With `max_disk_size`: takes out of the block list, and returns, the blocks whose data is oldest
+/// (smallest newest sample, then lowest `seq`) until blocks, WAL and head chunks together fit. The
+/// WAL and the head are never counted out: what is acknowledged but not yet in a block stays, even if
+/// it alone passes the bound. Sets the disk gauges and says once when 80 % of the bound is passed.
+fn over_size(shared: &Shared) -> Result<Vec<Arc<Block>>, DbError> {
+    let live = wal_bytes(&shared.opts.data_dir.join("wal"))? + shared.head.read().chunk_file_bytes();
+    let mut blocks = shared.blocks.write();
+    let mut total = live + blocks.iter().map(|b| b.size).sum::<u64>();
+    let m = &shared.metrics;
+    let Some(max) = shared.opts.max_disk_size else {
+        m.disk_bytes.set(total as i64);
+        return Ok(Vec::new());
+    };
+    let mut doomed = Vec::new();
+    if total > max {
+        let mut order: Vec<usize> = (0..blocks.len()).collect();
+        order.sort_by_key(|&i| (blocks[i].meta.max_time, blocks[i].meta.seq));
+        let mut drop = vec![false; blocks.len()];
+        for i in order {
+            if total <= max {
+                break;
+            }
+            drop[i] = true;
+            total -= blocks[i].size;
+        }
+        let mut i = 0;
+        blocks.retain(|b| {
+            let keep = !drop[i];
+            i += 1;
+            if !keep {
+                doomed.push(b.clone());
+            }
+            keep
+        });
+        if total > max {
+            tracing::error!(
+                bytes = total,
+                max_disk_size = max,
+                "The WAL and the head alone pass store.max_disk_size; no block is left to delete"
+            );
+        }
+    }
+    m.disk_bytes.set(total as i64);
+    let high = total.saturating_mul(5) >= max.saturating_mul(4);
+    if high && !shared.disk_high.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!(
+            bytes = total,
+            max_disk_size = max,
+            "The data directory holds over 80 % of store.max_disk_size; the oldest blocks go first past it"
+        );
+    } else if !high {
+        shared.disk_high.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+    Ok(doomed)
+}
+
+/// Bytes of the WAL's segment files.
+fn wal_bytes(dir: &std::path::Path) -> Result<u64, DbError> {
+    let io = |source| DbError::Io { path: dir.to_path_buf(), source };
+    let mut total = 0;
+    for entry in fs::read_dir(dir).map_err(io)? {
+        let meta = entry.map_err(io)?.metadata().map_err(io)?;
+        if meta.is_file() {
+            total += meta.len();
+        }
+    }
+    Ok(total)
 }
 
 /// Renames first so a crash mid-delete leaves a `.deleted` directory that open removes, never a

@@ -10,6 +10,10 @@ pub struct Options {
     pub data_dir: PathBuf,
     /// Samples older than this, measured from the wall clock, are dropped on ingest and deleted.
     pub retention: Duration,
+    /// Bytes the data directory may hold (blocks, WAL, head chunks): past it the oldest blocks are
+    /// deleted, whatever their age (`None`: no bound; time retention alone). The WAL and the head are
+    /// never deleted for it, so acknowledged data not yet in a block is never lost to this bound.
+    pub max_disk_size: Option<u64>,
     /// Samples further than this in the future make their batch invalid.
     pub max_future: Duration,
     pub wal_sync: WalSync,
@@ -55,6 +59,7 @@ impl Options {
         Options {
             data_dir: data_dir.into(),
             retention: Duration::from_secs(35 * 24 * 3600),
+            max_disk_size: None,
             max_future: Duration::from_secs(10 * 60),
             wal_sync: WalSync::Always,
             wal_segment_bytes: 128 << 20,

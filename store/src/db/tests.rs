@@ -359,3 +359,60 @@ fn compaction_merges_many_series_across_blocks() {
     assert_eq!(db.select(&[Matcher::eq("__name__", "cm_v")], i64::MIN, i64::MAX).unwrap().len(), 30);
     assert_eq!(db.label_values("host", &[], i64::MIN, i64::MAX).unwrap().len(), 30);
 }
+
+/// 24 hours written an hour a block, then reopened with `max_disk_size` at half of what they take:
+/// the oldest blocks go, the data directory fits, and every sample newer than the dropped hours is
+/// still there (nothing acknowledged and younger than what was dropped is lost).
+#[test]
+fn max_disk_size_deletes_the_oldest_blocks_and_keeps_the_newest_data() {
+    const HOUR: i64 = 3_600_000;
+    let d = tempfile::tempdir().unwrap();
+    let now = now_ms() / 10_000 * 10_000;
+    let start = now - 24 * HOUR;
+    let mut o = opts(d.path());
+    o.compact_ranges_ms = Vec::new();
+    let total = {
+        let db = Db::open(o.clone()).unwrap();
+        for h in 0..24 {
+            let mut body = String::new();
+            for t in (start + h * HOUR..start + (h + 1) * HOUR).step_by(10_000) {
+                for s in 0..20 {
+                    body.push_str(&format!("gpu,host=n{s} util={} {t}\n", (t / 10_000 + s) % 97));
+                }
+            }
+            write(&db, &body).unwrap();
+            db.flush().unwrap();
+        }
+        db.maintain().unwrap();
+        let total = db.metrics().disk_bytes.get() as u64;
+        db.close();
+        total
+    };
+    o.max_disk_size = Some(total / 2);
+    let db = Db::open(o).unwrap();
+    db.maintain().unwrap();
+    let m = db.metrics();
+    assert!(m.disk_bytes.get() as u64 <= total / 2, "{} bytes over the bound {}", m.disk_bytes.get(), total / 2);
+    assert!(m.blocks_deleted_size.get() > 0, "no block deleted");
+    // The blocks kept hold the newest data, each whole.
+    let kept_from = db.shared.blocks.read().iter().map(|b| b.meta.min_time).min().unwrap();
+    assert!(kept_from > start + 6 * HOUR && kept_from < start + 18 * HOUR, "kept from {}", kept_from - start);
+    for s in 0..20 {
+        let got: Vec<i64> = db
+            .select(&[Matcher::eq("__name__", "gpu_util"), Matcher::eq("host", format!("n{s}"))], i64::MIN, i64::MAX)
+            .unwrap()
+            .into_iter()
+            .flat_map(|s| s.samples)
+            .map(|x| x.t)
+            .collect();
+        let want: Vec<i64> = (kept_from..start + 24 * HOUR).step_by(10_000).collect();
+        assert!(
+            got == want,
+            "n{s}: {} samples from {:?}, want {} from {kept_from}",
+            got.len(),
+            got.first(),
+            want.len()
+        );
+    }
+    assert_eq!(m.max_disk_bytes.get() as u64, total / 2);
+}
