@@ -1,7 +1,7 @@
 //! What each fuzz target does with its input, as plain functions: `fuzz_targets/*.rs` hand them
-//! libFuzzer's bytes, and the main workspace's `tests/fuzz_corpus.rs` replays the committed corpus
-//! through them as an ordinary test (no nightly). Each checks what must hold for any input: no panic,
-//! and errors that say where.
+//! libFuzzer's bytes, and the main workspace's `tests/fuzz_corpus.rs` replays the committed seeds and
+//! regressions through them as an ordinary test (no nightly). Each checks what must hold for any input:
+//! no panic, and errors that say where.
 
 use std::sync::OnceLock;
 use std::time::Duration;
