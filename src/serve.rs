@@ -297,12 +297,13 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         1 => roles.names().join(","),
         _ => format!("{} (shard {shard})", roles.names().join(",")),
     };
+    let on = if db.is_some() { "" } else { " on a remote store" };
     tracing::info!(
         listen = %listen,
         data_dir = %data_dir.display(),
         roles = %role_names,
         store = %store_name,
-        "Argus is up: {scheme}://{listen}/"
+        "Argus is up{on}: {scheme}://{listen}/"
     );
     let base = format!("{scheme}://{listen}");
     println!("Argus is up{}", if demo.is_some() { " with the DEMO cluster (demo data, not yours)" } else { "" });
@@ -434,7 +435,7 @@ fn collector_agent(
             CollectorTarget::Remote(p) => remote_sink(&p)?,
             CollectorTarget::Configured => anyhow::bail!(
                 "the collector role has nowhere to write: this process runs no store, and [collector] names no \
-                 sinks (add [[collector.sinks]], or run with --no-collector)"
+                 sinks (add [[collector.sink]], or run with --no-collector)"
             ),
         });
     }
@@ -452,7 +453,7 @@ fn collector_agent(
 fn remote_sink(p: &argus_store::backend::PrometheusOptions) -> Result<argus_collector::config::SinkConfig> {
     let refuse = |why: &str| {
         anyhow::anyhow!(
-            "the collector cannot write to [store.remote] by itself ({why}): add [[collector.sinks]] for it, or run \
+            "the collector cannot write to [store.remote] by itself ({why}): add [[collector.sink]] for it, or run \
              with --no-collector"
         )
     };

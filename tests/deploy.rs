@@ -14,7 +14,7 @@ fn root() -> PathBuf {
 
 fn manifests() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for dir in ["deploy/kubernetes", "deploy/kubernetes/optional"] {
+    for dir in ["deploy/kubernetes", "deploy/kubernetes/fleet", "deploy/kubernetes/optional"] {
         for e in std::fs::read_dir(root().join(dir)).unwrap_or_else(|e| panic!("{dir}: {e}")) {
             let p = e.expect("entry").path();
             if p.extension().is_some_and(|x| x == "yaml") {
@@ -74,6 +74,31 @@ fn manifests_validate_against_the_kubernetes_schema_and_an_invalid_one_does_not(
         let out = validate(std::slice::from_ref(&path));
         assert!(!out.status.success(), "{name} was accepted:\n{}", text(&out));
         assert!(text(&out).contains(what), "{name}: the error does not name {what}:\n{}", text(&out));
+    }
+}
+
+#[test]
+fn the_fleet_configmap_holds_configuration_argus_accepts() {
+    let main = std::fs::read_to_string(root().join("deploy/kubernetes/configmap.yaml")).expect("configmap.yaml");
+    let yaml =
+        std::fs::read_to_string(root().join("deploy/kubernetes/fleet/configmap.yaml")).expect("fleet/configmap.yaml");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alertd = dir.path().join("alertd.yml");
+    std::fs::write(&alertd, configmap_value(&main, "alertd.yml")).expect("write");
+    let mut args = Vec::new();
+    for name in ["store.toml", "workers.toml", "alertd.toml", "collect-pair.toml"] {
+        let body = configmap_value(&yaml, name).replace("/etc/argus/alertd.yml", &alertd.display().to_string());
+        let p = dir.path().join(name);
+        std::fs::write(&p, body).expect("write");
+        args.push(p);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_argus")).arg("check-config").args(&args).output().expect("argus");
+    assert!(out.status.success(), "argus check-config refuses the fleet ConfigMap:\n{}", text(&out));
+    // The shards' N is their replicas.
+    for role in ["rules", "analyzer"] {
+        let m = std::fs::read_to_string(root().join(format!("deploy/kubernetes/fleet/{role}.yaml"))).expect("manifest");
+        let replicas = m.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).expect("replicas");
+        assert!(m.contains(&format!("--shard \"${{HOSTNAME##*-}}/{replicas}\"")), "{role}: --shard N is not replicas");
     }
 }
 
