@@ -2,7 +2,8 @@
 # Install the peer systems used by the side-by-side benchmarks and tests (see shared/peers.md):
 #   victoria-metrics, prometheus, prometheus-alertmanager, prometheus-node-exporter, python3-aiosmtpd,
 #   chromium (the status page's end-to-end test drives it headless),
-#   slurmctld, slurm-client, munge (alertd's Slurm remediation is tested against a real slurmctld)
+#   slurmctld, slurm-client, munge (alertd's Slurm remediation is tested against a real slurmctld),
+#   curl (the README's commands are run as written)
 # Idempotent: installs only what is missing, runs `apt-get update` at most once and only when something
 # is missing. Must run as root (CI does). Package services are not started (policy-rc.d denies it while
 # installing); scripts start each peer on loopback themselves. Prints the versions found.
@@ -19,9 +20,10 @@ declare -A CMD=(
   [slurmctld]=slurmctld
   [slurm-client]=scontrol
   [munge]=munged
+  [curl]=curl
 )
 PKGS=(victoria-metrics prometheus prometheus-alertmanager prometheus-node-exporter python3-aiosmtpd chromium
-  slurmctld slurm-client munge)
+  slurmctld slurm-client munge curl)
 
 installed() {
   local pkg=$1 cmd=${CMD[$1]}
