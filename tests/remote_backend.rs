@@ -640,6 +640,45 @@ fn errors_say_whether_to_retry() {
     assert!(matches!(e, BackendError::InvalidWrite(_)) && !e.is_retryable(), "{e}");
 }
 
+// === a store pair ===
+
+/// Two Argus stores fed the same data (as every collector feeds both stores of a pair): a backend with
+/// `url` on the first and `failover_urls` on the second answers from the first, goes on answering
+/// (reads and writes) from the second once the first is killed, and does not try elsewhere what the
+/// store refuses.
+#[test]
+fn a_store_pair_fails_over_to_the_next_healthy_store() {
+    let rt = runtime();
+    let t0 = t0();
+    let (mut first, second) = (Server::start(), Server::start());
+    for s in [&first, &second] {
+        let direct = prometheus_backend(&rt, remote(Flavour::Prometheus, s.base(), WriteProtocol::RemoteWrite));
+        rt.block_on(direct.write(gpu_series(t0))).expect("write to a store of the pair");
+    }
+    let mut spec = remote(Flavour::Prometheus, first.base(), WriteProtocol::RemoteWrite);
+    spec.failover_urls = vec![second.base().to_string()];
+    spec.timeout = Some("2s".into());
+    let pair = prometheus_backend(&rt, spec);
+    assert!(pair.describe().contains(second.base()), "{}", pair.describe());
+    let want = rt.block_on(answers(pair.as_ref(), t0)).expect("answers from the first store");
+    first.kill9();
+    let got = rt.block_on(answers(pair.as_ref(), t0)).expect("answers once the first store is gone");
+    assert_eq!(got, want, "the second store answers as the first did");
+    let later = WriteSeries {
+        labels: Labels::from_pairs([("__name__", "gpu_util"), ("host", "c"), ("gpu", "0")]),
+        samples: vec![Sample::new(t0 + 6 * STEP, 1.0)],
+    };
+    rt.block_on(pair.write(vec![later])).expect("writes go to the second store");
+    let direct = prometheus_backend(&rt, remote(Flavour::Prometheus, second.base(), WriteProtocol::RemoteWrite));
+    let c = rt.block_on(direct.select(&[m("host", MatchOp::Equal, "c")], t0, t0 + 10 * STEP)).expect("select");
+    assert_eq!(c.len(), 1, "the write reached the second store: {c:?}");
+    let e = rt.block_on(pair.query_instant("gpu_util{", t0)).expect_err("a syntax error");
+    assert!(matches!(e, BackendError::BadQuery(_)), "a refused query is the caller's: {e}");
+    let mut bad = remote(Flavour::Prometheus, "http://a:1", WriteProtocol::RemoteWrite);
+    bad.failover_urls = vec!["ftp://b".into()];
+    assert!(bad.validate().unwrap_err().starts_with("failover_urls[0]: "), "the bad URL is named");
+}
+
 // === argus serve ===
 
 #[test]

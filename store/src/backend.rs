@@ -5,6 +5,7 @@
 
 mod client;
 pub mod embedded;
+mod failover;
 #[cfg(feature = "influxdb2")]
 pub mod influxdb2;
 mod lineproto;
@@ -23,6 +24,8 @@ pub use prometheus::Prometheus;
 use std::sync::Arc;
 
 /// A remote backend, validated and ready to connect.
+// Built once at startup and consumed by `connect`: the size difference costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum RemoteOptions {
     Prometheus(PrometheusOptions),
@@ -33,6 +36,14 @@ pub enum RemoteOptions {
 /// unreadable CA file, and for InfluxDB 2 when this build lacks the `influxdb2` feature.
 pub fn connect(opts: RemoteOptions) -> Result<Arc<dyn StoreBackend>, BackendError> {
     match opts {
+        RemoteOptions::Prometheus(mut o) if !o.failover.is_empty() => {
+            let rest = std::mem::take(&mut o.failover);
+            let mut members: Vec<Box<dyn StoreBackend>> = vec![Box::new(Prometheus::new(o)?)];
+            for f in rest {
+                members.push(Box::new(Prometheus::new(f)?));
+            }
+            Ok(Arc::new(failover::Failover::new(members)))
+        }
         RemoteOptions::Prometheus(o) => Ok(Arc::new(Prometheus::new(o)?)),
         #[cfg(feature = "influxdb2")]
         RemoteOptions::Influxdb2(o) => Ok(Arc::new(Influxdb2::new(o)?)),

@@ -106,6 +106,10 @@ pub struct RemoteSpec {
     pub write_url: Option<String>,
     /// Base URL for reads when they go elsewhere (vmselect, Mimir's query frontend, Thanos Query).
     pub read_url: Option<String>,
+    /// Base URLs of stores holding the same data (the other store of a pair), tried in order when the
+    /// one in use does not answer; with `url` only.
+    #[serde(default)]
+    pub failover_urls: Vec<String>,
     /// victoriametrics-cluster: `accountID` or `accountID:projectID` (default `0`); mimir and thanos:
     /// the tenant header's value.
     pub tenant: Option<String>,
@@ -132,11 +136,27 @@ pub struct PrometheusOptions {
     /// A tenant header sent with every request (Mimir, Thanos).
     pub tenant_header: Option<(&'static str, String)>,
     pub http: HttpOptions,
+    /// The same store's stand-ins (`failover_urls`), laid out alike, in the order they are tried.
+    pub failover: Vec<PrometheusOptions>,
 }
 
 impl RemoteSpec {
-    /// Checks the section and lays out the endpoints of its flavour. Errors start with the field.
+    /// Checks the section and lays out the endpoints of its flavour, and of each failover URL. Errors
+    /// start with the field.
     pub fn validate(&self) -> Result<PrometheusOptions, String> {
+        let mut main = self.validate_one()?;
+        if !self.failover_urls.is_empty() && (self.write_url.is_some() || self.read_url.is_some()) {
+            return Err("failover_urls: only with `url` (each failover URL serves writes and reads alike)".into());
+        }
+        for (i, u) in self.failover_urls.iter().enumerate() {
+            let other = RemoteSpec { url: Some(u.clone()), failover_urls: Vec::new(), ..self.clone() };
+            let o = other.validate_one().map_err(|e| format!("failover_urls[{i}]: {e}"))?;
+            main.failover.push(o);
+        }
+        Ok(main)
+    }
+
+    fn validate_one(&self) -> Result<PrometheusOptions, String> {
         let f = self.flavour;
         let base = |field: &str, own: &Option<String>| -> Result<String, String> {
             match (own, &self.url) {
@@ -198,6 +218,7 @@ impl RemoteSpec {
             range_url: join(&r, &format!("{read_prefix}/api/v1/query_range"))?,
             tenant_header,
             http: HttpOptions { timeout: timeout(&self.timeout)?, ca_file: self.ca_file.clone(), auth },
+            failover: Vec::new(),
         })
     }
 }
