@@ -3,8 +3,8 @@
 
 use crate::auth::Scope;
 use anyhow::{Context, Result, anyhow, bail};
+use argus_store::WalSync;
 use argus_store::backend::{InfluxSpec, RemoteOptions, RemoteSpec};
-use argus_store::wal::WalSync;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -227,7 +227,7 @@ impl Demo {
         let mut xid_logged = false;
         loop {
             tick.tick().await;
-            let now = argus_store::db::now_ms();
+            let now = argus_store::now_ms();
             let mut text = String::new();
             self.lines(now, true, &mut text);
             if !xid_logged && now >= self.xid_at_ms() {
@@ -373,7 +373,7 @@ pub async fn prepare(
         }
     }
     cfg.analyzer.alert_after.get_or_insert(2);
-    let now = argus_store::db::now_ms();
+    let now = argus_store::now_ms();
     let demo = Arc::new(Demo::new(now)?);
     // Forecasts of every pool's GPU demand (running + pending) and capacity plans from them, beside the
     // default targets, unless the configuration names its own.
@@ -427,7 +427,7 @@ impl Prepared {
 
     /// Where the demo's parts are, for the startup summary.
     pub fn print(&self) {
-        let fault_in = (self.demo.fault_at_ms() - argus_store::db::now_ms()).max(0) / 1000;
+        let fault_in = (self.demo.fault_at_ms() - argus_store::now_ms()).max(0) / 1000;
         println!(
             "  demo data      Alibaba GenAI GPU trace (8 GPUs on {HOST}) and Helios GPU pools, replayed as cluster=\"demo\", demo=\"true\""
         );
@@ -529,7 +529,7 @@ async fn receive(
     let Ok(notification) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return axum::http::StatusCode::BAD_REQUEST;
     };
-    let line = serde_json::json!({"received_at": argus_store::db::now_ms(), "notification": notification});
+    let line = serde_json::json!({"received_at": argus_store::now_ms(), "notification": notification});
     let mut f = log.file.lock().unwrap_or_else(|p| p.into_inner());
     match writeln!(f, "{line}").and_then(|_| f.flush()) {
         Ok(()) => {
@@ -688,7 +688,7 @@ mod tests {
     fn backfill_writes_the_history_up_to_now() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(argus_store::Options::new(dir.path())).unwrap();
-        let now = argus_store::db::now_ms();
+        let now = argus_store::now_ms();
         let d = Demo::new(now).unwrap();
         // The last half hour of it (the whole six hours take long in a debug build).
         let points = d.write_history(&db, now - 1_800_000, now).unwrap();

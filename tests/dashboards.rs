@@ -21,8 +21,8 @@
 mod server;
 
 use argus_model::{Labels, Sample};
+use argus_store::WalSync;
 use argus_store::query::{self, QueryLimits, Value};
-use argus_store::wal::WalSync;
 use argus_store::{Db, Options};
 use promql_parser::label::MatchOp;
 use promql_parser::parser::{Expr, VectorSelector};

@@ -43,7 +43,7 @@ fn store() -> &'static (argus_store::Db, i64) {
         let dir = std::env::temp_dir().join(format!("argus-fuzz-store-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let mut opts = argus_store::Options::new(&dir);
-        opts.wal_sync = argus_store::wal::WalSync::Never;
+        opts.wal_sync = argus_store::WalSync::Never;
         let db = argus_store::Db::open(opts).expect("open the fuzz store");
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as i64;
         let t0 = now - 600_000;

@@ -17,7 +17,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut opts = Options::new(dir.path());
     opts.memory_limit = 64 << 30;
-    opts.wal_sync = argus_store::wal::WalSync::Never;
+    opts.wal_sync = argus_store::WalSync::Never;
     let db = Db::open(opts).expect("open");
     let labels: Vec<Labels> = (0..series)
         .map(|i| {

@@ -99,10 +99,6 @@ impl Snapshot {
         self.series.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.series.is_empty()
-    }
-
     /// The labels of series `i`.
     pub fn labels(&self, i: usize) -> &Arc<Labels> {
         &self.series[i].0
@@ -336,11 +332,6 @@ impl Head {
     /// Live series of the metric `name`.
     pub fn metric_series(&self, name: &str) -> usize {
         self.postings.count(argus_model::METRIC_NAME, name)
-    }
-
-    /// One past the highest reference ever given out.
-    pub fn slots(&self) -> u32 {
-        self.series.len() as u32
     }
 
     /// Makes `r` findable by its hash.

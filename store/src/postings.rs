@@ -62,14 +62,6 @@ impl Postings {
         let lists: Vec<&Vec<u32>> = values.iter().filter(|(v, _)| m.matches(v) == want).map(|(_, l)| l).collect();
         union(&lists)
     }
-
-    pub fn label_names(&self) -> impl Iterator<Item = &str> {
-        self.by_label.keys().map(String::as_str)
-    }
-
-    pub fn label_values(&self, name: &str) -> impl Iterator<Item = &str> {
-        self.by_label.get(name).into_iter().flat_map(|m| m.keys().map(String::as_str))
-    }
 }
 
 /// Ids among `0..count` selected by all matchers, sorted, given each matcher's union of the lists

@@ -216,10 +216,6 @@ impl Wal {
         }
         Ok(n)
     }
-
-    pub fn segment(&self) -> u64 {
-        self.segment
-    }
 }
 
 fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, WalError> {
