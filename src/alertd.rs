@@ -55,6 +55,10 @@ use argus_store::backend::StoreBackend;
 use std::path::Path;
 use std::sync::Arc;
 
+/// The default rule set (`argus.rules.defaults`), evaluated with the rule files.
+pub const DEFAULT_RULES: &str = include_str!("../config/rules/defaults.yml");
+const DEFAULT_RULES_FILE: &str = "built-in config/rules/defaults.yml";
+
 /// The recommended configuration, used when no file is named and config/alertd.yml is absent.
 const DEFAULT_CONFIG: &str = include_str!("../config/alertd.yml");
 const DEFAULT_CONFIG_FILE: &str = "config/alertd.yml";
@@ -104,6 +108,9 @@ fn rule_groups(cfg: &argus_alertd::Config, dir: &Path, shard: Shard) -> Result<O
     let Some(r) = &cfg.rules else { return Ok(None) };
     let paths: Vec<PathBuf> = r.files.iter().map(|f| dir.join(f)).collect();
     let mut groups = argus_alertd::rules::load_all(&paths)?;
+    if r.defaults {
+        groups.extend(argus_alertd::rules::parse(DEFAULT_RULES, DEFAULT_RULES_FILE)?);
+    }
     groups.extend(argus_alertd::rules::builtin::group(&r.builtins, argus_alertd::rules::BUILTIN_INTERVAL));
     groups.retain(|g| shard.owns([g.name.as_str()]));
     Ok(Some((groups, r.opts)))

@@ -114,6 +114,21 @@ fn the_demo_incident_is_acknowledged_and_silenced_from_the_status_page() {
     wait_for("a logged notification", limit, &s, || {
         std::fs::read_to_string(&log).ok().filter(|t| t.contains("AnomalyDetected"))
     });
+    // The demo's Xid 79 pages as critical through the default rule set, with the code in `xid`.
+    let xid = wait_for("the Xid 79 page", limit, &s, || {
+        let alerts = s.get("/api/v2/alerts").json();
+        alerts.as_array().and_then(|a| {
+            a.iter().find(|x| x["labels"]["alertname"] == "GpuXidHardware" && x["labels"]["xid"] == "79").cloned()
+        })
+    });
+    assert_eq!(xid["labels"]["severity"], "critical", "{xid}");
+    // Within 30 s of the Xid (written 10 s after the demo's fault begins).
+    let fault_at = s.get("/api/v1/demo").json()["data"]["fault"]["at"].as_f64().expect("the demo's fault time");
+    let starts = humantime::parse_rfc3339(xid["startsAt"].as_str().expect("startsAt")).expect("an RFC 3339 time");
+    let starts = starts.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let lag = starts - (fault_at + 10.0);
+    eprintln!("Xid 79 page {lag:.1} s after the Xid");
+    assert!(lag <= 30.0, "the Xid 79 page came {lag:.1} s after the Xid: {xid}");
     let anomalies = s.get("/api/v1/anomalies").success_data();
     assert!(anomalies.as_array().is_some_and(|a| !a.is_empty()), "{anomalies}");
     eprintln!("demo incident {} after {:.0?}: {}", incident["id"], started.elapsed(), incident["probableCause"]);

@@ -63,6 +63,8 @@ pub struct RulesConfig {
     pub files: Vec<std::path::PathBuf>,
     pub opts: crate::rules::group::EvalOptions,
     pub builtins: crate::rules::builtin::Builtins,
+    /// Whether the default rule set built into the binary is evaluated too.
+    pub defaults: bool,
 }
 
 /// A configuration error: `file:line: field: reason` (the line when it can be found).

@@ -10,6 +10,9 @@ pub mod forecast;
 pub mod group;
 pub mod template;
 
+#[cfg(test)]
+mod defaults_tests;
+
 pub use file::{load, parse};
 
 use crate::config::ConfigError;

@@ -430,6 +430,8 @@ pub struct Rules {
     pub host_down: Option<bool>,
     pub host_down_metric: Option<String>,
     pub host_down_after: Option<String>,
+    /// The default rule set built into the binary (config/rules/defaults.yml); default on.
+    pub defaults: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -254,19 +254,19 @@ fn rules_section() {
     check_rules(
         "    files: [a.yml]\n",
         expect![[
-            r#"Some(RulesConfig { files: ["a.yml"], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("host_cpu_seconds_total"), host_down_after: 120s } })"#
+            r#"Some(RulesConfig { files: ["a.yml"], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("host_cpu_seconds_total"), host_down_after: 120s }, defaults: true })"#
         ]],
     );
     check_rules(
         "    resend_delay: 30s\n    watchdog: false\n    host_down: false\n",
-        expect![[
-            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 30s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: false, host_down_metric: None, host_down_after: 120s } })"#
-        ]],
+        expect![
+            "Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 30s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: false, host_down_metric: None, host_down_after: 120s }, defaults: true })"
+        ],
     );
     check_rules(
         "    host_down_metric: node_load1\n    host_down_after: 5m\n",
         expect![[
-            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("node_load1"), host_down_after: 300s } })"#
+            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("node_load1"), host_down_after: 300s }, defaults: true })"#
         ]],
     );
     check_rules(
@@ -278,8 +278,14 @@ fn rules_section() {
     check_rules(
         "    evaluation_interval: 1m\n",
         expect![
-            "alertd.yml:8: argus.rules: unknown field `evaluation_interval`, expected one of `files`, `resend_delay`, `for_grace_period`, `for_outage_tolerance`, `watchdog`, `host_down`, `host_down_metric`, `host_down_after`"
+            "alertd.yml:8: argus.rules: unknown field `evaluation_interval`, expected one of `files`, `resend_delay`, `for_grace_period`, `for_outage_tolerance`, `watchdog`, `host_down`, `host_down_metric`, `host_down_after`, `defaults`"
         ],
+    );
+    check_rules(
+        "    defaults: false\n",
+        expect![[
+            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("host_cpu_seconds_total"), host_down_after: 120s }, defaults: false })"#
+        ]],
     );
 }
 

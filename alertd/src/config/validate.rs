@@ -295,7 +295,13 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
     let escalation = escalation(&c, &argus.escalation, correlation.is_some(), &receivers)?;
 
     let rules = match &argus.rules {
-        None => None,
+        // No section: the default rule set alone, the built-ins off as before.
+        None => Some(RulesConfig {
+            files: Vec::new(),
+            opts: EvalOptions::default(),
+            builtins: Builtins { watchdog: false, host_down_metric: None, ..Builtins::default() },
+            defaults: true,
+        }),
         Some(r) => {
             let d = EvalOptions::default();
             let opts = EvalOptions {
@@ -337,7 +343,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
                 )?,
             };
             let files = r.files.iter().map(PathBuf::from).collect();
-            Some(RulesConfig { files, opts, builtins })
+            Some(RulesConfig { files, opts, builtins, defaults: r.defaults.unwrap_or(true) })
         }
     };
 
