@@ -129,6 +129,11 @@ fn the_demo_incident_is_acknowledged_and_silenced_from_the_status_page() {
     let lag = starts - (fault_at + 10.0);
     eprintln!("Xid 79 page {lag:.1} s after the Xid");
     assert!(lag <= 30.0, "the Xid 79 page came {lag:.1} s after the Xid: {xid}");
+    // And the incident's probable cause names it.
+    wait_for("a probable cause naming the Xid", limit, &s, || {
+        let rows = s.get("/api/v1/incidents").success_data();
+        rows.as_array()?.iter().find(|r| r["probableCause"] == "gpu_fault: Xid 79").cloned()
+    });
     let anomalies = s.get("/api/v1/anomalies").success_data();
     assert!(anomalies.as_array().is_some_and(|a| !a.is_empty()), "{anomalies}");
     eprintln!("demo incident {} after {:.0?}: {}", incident["id"], started.elapsed(), incident["probableCause"]);

@@ -56,6 +56,15 @@ pub fn default_causes() -> Vec<CauseRule> {
     ]
 }
 
+/// The probable cause as notifications and the incident list show it: the cause's name, and the Xid
+/// when the alert naming it carries one (`gpu_fault: Xid 79`), since the code says what to do.
+pub fn cause_text(cause: &str, a: &Alert) -> String {
+    match a.labels.get("xid") {
+        Some(xid) => format!("{cause}: Xid {xid}"),
+        None => cause.to_string(),
+    }
+}
+
 impl Default for CorrelationConfig {
     fn default() -> Self {
         CorrelationConfig {
@@ -248,6 +257,19 @@ mod tests {
         let all = [util, nccl, down];
         let (cause, a) = c.probable_cause(&all, Timestamp(5)).unwrap();
         assert_eq!((cause, a.labels.get("alertname")), ("node_down", Some("HostDown")));
+    }
+
+    #[test]
+    fn an_xid_alert_names_the_cause_with_its_code() {
+        let c = Correlator::new(CorrelationConfig::default());
+        let far = 10_000_000;
+        let anomaly = alert(&[("alertname", "AnomalyDetected"), ("host", "a")], far);
+        let xid = alert(&[("alertname", "GpuXidHardware"), ("host", "a"), ("xid", "79")], far);
+        let all = [anomaly.clone(), xid];
+        let (cause, a) = c.probable_cause(&all, Timestamp(5)).unwrap();
+        assert_eq!(cause_text(cause, a), "gpu_fault: Xid 79");
+        let (cause, a) = c.probable_cause(std::slice::from_ref(&anomaly), Timestamp(5)).unwrap();
+        assert_eq!(cause_text(cause, a), "utilization_anomaly", "no Xid, the cause alone");
     }
 
     #[test]

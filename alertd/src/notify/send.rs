@@ -36,7 +36,7 @@ impl Stage for SendStage {
         {
             extras.incident = Some(IncidentInfo {
                 id: inc.id,
-                probable_cause: cause.to_string(),
+                probable_cause: crate::incident::cause_text(cause, a),
                 cause_alert: a.fingerprint().to_string(),
                 alerts: inc.size(),
                 opened_at: inc.opened_at,
