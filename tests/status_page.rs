@@ -134,8 +134,12 @@ fn the_demo_incident_is_acknowledged_and_silenced_from_the_status_page() {
         let rows = s.get("/api/v1/incidents").success_data();
         rows.as_array()?.iter().find(|r| r["probableCause"] == "gpu_fault: Xid 79").cloned()
     });
-    let anomalies = s.get("/api/v1/anomalies").success_data();
-    assert!(anomalies.as_array().is_some_and(|a| !a.is_empty()), "{anomalies}");
+    // The board holds the anomalies of the latest step: between steps of a fault that moves it can be
+    // empty for a moment, so wait for it rather than read it once.
+    wait_for("anomalies on the board", limit, &s, || {
+        let anomalies = s.get("/api/v1/anomalies").success_data();
+        anomalies.as_array().filter(|a| !a.is_empty()).cloned()
+    });
     eprintln!("demo incident {} after {:.0?}: {}", incident["id"], started.elapsed(), incident["probableCause"]);
 
     let screenshot = artifacts().join("status-page.png");
