@@ -233,43 +233,45 @@ pub(crate) fn apply_retention(shared: &Shared, now: i64) -> Result<(), DbError> 
 /// it alone passes the bound. Sets the disk gauges and says once when 80 % of the bound is passed.
 fn over_size(shared: &Shared) -> Result<Vec<Arc<Block>>, DbError> {
     let live = wal_bytes(&shared.opts.data_dir.join("wal"))? + shared.head.read().chunk_file_bytes();
-    let mut blocks = shared.blocks.write();
-    let mut total = live + blocks.iter().map(|b| b.size).sum::<u64>();
     let m = &shared.metrics;
+    let total = live + shared.blocks.read().iter().map(|b| b.size).sum::<u64>();
     let Some(max) = shared.opts.max_disk_size else {
         m.disk_bytes.set(total as i64);
         return Ok(Vec::new());
     };
+    if total <= max {
+        m.disk_bytes.set(total as i64);
+        warn_when_high(shared, total, max);
+        return Ok(Vec::new());
+    }
+    // Over the bound: the write lock, and the total again under it (a flush may have added a block).
+    let mut blocks = shared.blocks.write();
+    let mut total = live + blocks.iter().map(|b| b.size).sum::<u64>();
+    let mut oldest_first: Vec<Arc<Block>> = blocks.clone();
+    oldest_first.sort_by_key(|b| (b.meta.max_time, b.meta.seq));
     let mut doomed = Vec::new();
+    for b in oldest_first {
+        if total <= max {
+            break;
+        }
+        total -= b.size;
+        doomed.push(b);
+    }
+    blocks.retain(|b| !doomed.iter().any(|d| Arc::ptr_eq(d, b)));
     if total > max {
-        let mut order: Vec<usize> = (0..blocks.len()).collect();
-        order.sort_by_key(|&i| (blocks[i].meta.max_time, blocks[i].meta.seq));
-        let mut drop = vec![false; blocks.len()];
-        for i in order {
-            if total <= max {
-                break;
-            }
-            drop[i] = true;
-            total -= blocks[i].size;
-        }
-        let mut i = 0;
-        blocks.retain(|b| {
-            let keep = !drop[i];
-            i += 1;
-            if !keep {
-                doomed.push(b.clone());
-            }
-            keep
-        });
-        if total > max {
-            tracing::error!(
-                bytes = total,
-                max_disk_size = max,
-                "The WAL and the head alone pass store.max_disk_size; no block is left to delete"
-            );
-        }
+        tracing::error!(
+            bytes = total,
+            max_disk_size = max,
+            "The WAL and the head alone pass store.max_disk_size; no block is left to delete"
+        );
     }
     m.disk_bytes.set(total as i64);
+    warn_when_high(shared, total, max);
+    Ok(doomed)
+}
+
+/// Says once, when `total` passes 80 % of `max`, that the bound is near (again after falling below).
+fn warn_when_high(shared: &Shared, total: u64, max: u64) {
     let high = total.saturating_mul(5) >= max.saturating_mul(4);
     if high && !shared.disk_high.swap(true, std::sync::atomic::Ordering::Relaxed) {
         tracing::warn!(
@@ -280,7 +282,6 @@ fn over_size(shared: &Shared) -> Result<Vec<Arc<Block>>, DbError> {
     } else if !high {
         shared.disk_high.store(false, std::sync::atomic::Ordering::Relaxed);
     }
-    Ok(doomed)
 }
 
 /// Bytes of the WAL's segment files.
