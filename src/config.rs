@@ -79,20 +79,22 @@ impl Config {
     /// `[server] alert_urls`, checked; `[analyzer] alert_url`, the older single-URL key, is taken as
     /// a list of one when `alert_urls` is empty.
     pub fn alert_urls(&self) -> Result<Vec<String>> {
-        let mut urls = self.server.alert_urls.clone();
+        let http = |u: &str| (u.starts_with("http://") || u.starts_with("https://")) && u.len() > "https://".len();
         if let Some(old) = self.analyzer.alert_url.as_ref().filter(|u| !u.is_empty()) {
-            if !urls.is_empty() {
+            if !self.server.alert_urls.is_empty() {
                 bail!("analyzer.alert_url: replaced by server.alert_urls; set only server.alert_urls");
             }
-            urls.push(old.clone());
+            if !http(old) {
+                bail!("analyzer.alert_url: {old:?} is not an http(s) URL");
+            }
+            return Ok(vec![old.clone()]);
         }
-        for (i, u) in urls.iter().enumerate() {
-            let ok = (u.starts_with("http://") || u.starts_with("https://")) && u.len() > "https://".len();
-            if !ok {
+        for (i, u) in self.server.alert_urls.iter().enumerate() {
+            if !http(u) {
                 bail!("server.alert_urls[{i}]: {u:?} is not an http(s) URL");
             }
         }
-        Ok(urls)
+        Ok(self.server.alert_urls.clone())
     }
 }
 
@@ -273,6 +275,7 @@ impl Config {
             crate::alertd::load_config(&self.alertd).map_err(|e| anyhow!("alertd.config_file: {e:#}"))?;
         }
         self.analyzer.validate().map_err(|e| anyhow!("{e}"))?;
+        self.alert_urls()?;
         // [collector]: its own validation; errors name the field (`collector.…`) for `locate`.
         self.collector.validate("").map_err(|e| anyhow!("{}", e.to_string().trim_start_matches(": ")))?;
         Ok(())
@@ -418,6 +421,10 @@ mod tests {
         assert!(e.contains("store.memory_limit"), "{e}");
         let e = Config::parse("[store]\nchunk_cache_size = \"lots\"\n").unwrap_err();
         assert!(e.contains("store.chunk_cache_size"), "{e}");
+        let e = Config::parse("[server]\nalert_urls = [\"alertd:9700\"]\n").unwrap_err();
+        assert!(e.contains("server.alert_urls[0]: \"alertd:9700\" is not an http(s) URL"), "{e}");
+        let e = Config::parse("[analyzer]\nalert_url = \"alertd:9700\"\n").unwrap_err();
+        assert!(e.contains("analyzer.alert_url: \"alertd:9700\" is not an http(s) URL"), "{e}");
         assert!(Config::parse("").is_ok());
     }
 

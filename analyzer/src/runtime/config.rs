@@ -42,7 +42,8 @@ pub struct Config {
     /// it off. A sharp anomaly is often a single step: the record stage scores only its first point high.
     pub alert_at_once: Option<f64>,
     /// The older spelling of `[server] alert_urls` (one alertd base URL), still read when that list is
-    /// empty. Under `argus serve`, anomalies go to the alertd in the same process unless the list is set.
+    /// empty; `argus serve` reads and checks it with the list. Under `argus serve`, anomalies go to the
+    /// alertd in the same process unless the list is set.
     pub alert_url: Option<String>,
     /// How often detector state is saved to the data directory.
     pub checkpoint: Option<String>,
@@ -100,7 +101,6 @@ pub struct Valid {
     pub resolve_after: u32,
     /// 0 when off, else above 1.
     pub alert_at_once: f64,
-    pub alert_url: Option<String>,
     pub checkpoint: Duration,
     pub forget_after: Duration,
     pub rules: Vec<Rule>,
@@ -225,7 +225,6 @@ impl Config {
             alert_after: self.alert_after.unwrap_or(3).max(1),
             resolve_after: self.resolve_after.unwrap_or(3).max(1),
             alert_at_once,
-            alert_url: self.alert_url.clone().filter(|u| !u.is_empty()),
             checkpoint: duration("checkpoint", &self.checkpoint, Duration::from_secs(300))?,
             forget_after: duration("forget_after", &self.forget_after, Duration::from_secs(3600))?,
             rules: valid,
@@ -237,11 +236,6 @@ impl Config {
         let forecasts = super::forecasts::config::validate_targets(&self.forecasts)?;
         let pools = super::forecasts::config::validate_pools(&self.capacity, &forecasts)?;
         let v = Valid { forecasts, pools, ..v };
-        if let Some(u) = &v.alert_url
-            && !(u.starts_with("http://") || u.starts_with("https://"))
-        {
-            return Err(err("alert_url", format!("{u:?} is not an http(s) URL")));
-        }
         Ok(v)
     }
 }
