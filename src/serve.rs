@@ -200,7 +200,7 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     crate::malloc::register_stats(&mut registry);
     let limits = cfg.limits()?;
     let collector_sink = match (&db, &remote) {
-        (None, Some(RemoteOptions::Prometheus(p))) => Some(p.clone()),
+        (None, Some(RemoteOptions::Prometheus(p))) => Some(Box::new(p.clone())),
         _ => None,
     };
     let backend: Option<Arc<dyn StoreBackend>> = match (&db, remote) {
@@ -332,9 +332,9 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     let collector = match roles.collector {
         false => None,
         true => {
-            let target = match (own_store, &collector_sink) {
+            let target = match (own_store, collector_sink) {
                 (true, _) => CollectorTarget::ThisServer { listen, token: collector_token, tls_cert },
-                (false, Some(p)) => CollectorTarget::Remote(Box::new(p.clone())),
+                (false, Some(p)) => CollectorTarget::Remote(p),
                 (false, None) => CollectorTarget::Configured,
             };
             let agent = collector_agent(&cfg, &data_dir, target)?;
@@ -457,23 +457,20 @@ fn remote_sink(p: &argus_store::backend::PrometheusOptions) -> Result<argus_coll
              with --no-collector"
         )
     };
-    let write = p.write_url.as_str();
-    let events = match p.flavour {
-        backend::Flavour::VictoriaMetrics => write.strip_suffix("/api/v1/write").map(|b| format!("{b}/api/v2/write")),
-        backend::Flavour::VictoriaMetricsCluster => {
-            write.strip_suffix("/prometheus/api/v1/write").map(|b| format!("{b}/influx/api/v2/write"))
-        }
-        other => return Err(refuse(&format!("flavour \"{}\" stores no events", other.name()))),
+    let Some(events) = &p.line_protocol_url else {
+        return Err(refuse(&format!("flavour \"{}\" stores no events", p.flavour.name())));
     };
-    let Some(events) = events else { return Err(refuse("it is written with line protocol")) };
+    if p.write != backend::WriteProtocol::RemoteWrite {
+        return Err(refuse("it is written with line protocol"));
+    }
     let token = match &p.http.auth {
         backend::Auth::None => None,
         backend::Auth::Bearer(t) => Some(t.expose().to_string()),
         backend::Auth::Basic { .. } => return Err(refuse("it uses basic auth")),
     };
     Ok(argus_collector::config::SinkConfig {
-        url: Some(write.to_string()),
-        events_url: Some(events),
+        url: Some(p.write_url.to_string()),
+        events_url: Some(events.to_string()),
         token,
         ca_file: p.http.ca_file.clone(),
         ..Default::default()

@@ -129,6 +129,9 @@ pub struct PrometheusOptions {
     pub write: WriteProtocol,
     /// The endpoint writes are POSTed to.
     pub write_url: Url,
+    /// The engine's line-protocol endpoint, where it has one (VictoriaMetrics): where text fields
+    /// (events) can go, whichever protocol `write_url` speaks.
+    pub line_protocol_url: Option<Url>,
     /// `…/api/v1/query`.
     pub query_url: Url,
     /// `…/api/v1/query_range`.
@@ -181,23 +184,28 @@ impl RemoteSpec {
             }
             (_, t) => t.clone(),
         };
-        let lp = self.write == WriteProtocol::LineProtocol;
-        if lp && !matches!(f, Flavour::VictoriaMetrics | Flavour::VictoriaMetricsCluster) {
-            return Err(format!("write: line_protocol is not accepted by flavour \"{}\"; use remote_write", f.name()));
-        }
         let t = tenant.as_deref().unwrap_or("");
-        let (write_path, read_prefix) = match (f, lp) {
-            (Flavour::VictoriaMetrics, false) => ("/api/v1/write".to_string(), String::new()),
-            (Flavour::VictoriaMetrics, true) => ("/api/v2/write".to_string(), String::new()),
-            (Flavour::VictoriaMetricsCluster, false) => {
-                (format!("/insert/{t}/prometheus/api/v1/write"), format!("/select/{t}/prometheus"))
+        // Remote write, line protocol (VictoriaMetrics only) and the reads' prefix of each flavour.
+        let (remote_write_path, lp_path, read_prefix) = match f {
+            Flavour::VictoriaMetrics => ("/api/v1/write".to_string(), Some("/api/v2/write".to_string()), String::new()),
+            Flavour::VictoriaMetricsCluster => (
+                format!("/insert/{t}/prometheus/api/v1/write"),
+                Some(format!("/insert/{t}/influx/api/v2/write")),
+                format!("/select/{t}/prometheus"),
+            ),
+            Flavour::Prometheus => ("/api/v1/write".to_string(), None, String::new()),
+            Flavour::Mimir => ("/api/v1/push".to_string(), None, "/prometheus".to_string()),
+            Flavour::Thanos => ("/api/v1/receive".to_string(), None, String::new()),
+        };
+        let write_path = match (self.write, &lp_path) {
+            (WriteProtocol::RemoteWrite, _) => remote_write_path,
+            (WriteProtocol::LineProtocol, Some(p)) => p.clone(),
+            (WriteProtocol::LineProtocol, None) => {
+                return Err(format!(
+                    "write: line_protocol is not accepted by flavour \"{}\"; use remote_write",
+                    f.name()
+                ));
             }
-            (Flavour::VictoriaMetricsCluster, true) => {
-                (format!("/insert/{t}/influx/api/v2/write"), format!("/select/{t}/prometheus"))
-            }
-            (Flavour::Prometheus, _) => ("/api/v1/write".to_string(), String::new()),
-            (Flavour::Mimir, _) => ("/api/v1/push".to_string(), "/prometheus".to_string()),
-            (Flavour::Thanos, _) => ("/api/v1/receive".to_string(), String::new()),
         };
         let tenant_header = match (f, tenant) {
             (Flavour::Mimir, Some(t)) => Some(("X-Scope-OrgID", t)),
@@ -214,6 +222,7 @@ impl RemoteSpec {
             flavour: f,
             write: self.write,
             write_url: join(&w, &write_path)?,
+            line_protocol_url: lp_path.map(|p| join(&w, &p)).transpose()?,
             query_url: join(&r, &format!("{read_prefix}/api/v1/query"))?,
             range_url: join(&r, &format!("{read_prefix}/api/v1/query_range"))?,
             tenant_header,
