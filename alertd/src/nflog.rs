@@ -35,6 +35,8 @@ pub trait NotificationLog: Send + Sync {
     fn log(&self, group_key: &str, recipient: &str, entry: Entry);
     /// Drops entries older than `retention`.
     fn gc(&self, now: Timestamp, retention: Duration);
+    /// Every entry: group key, recipient, entry.
+    fn entries(&self) -> Vec<(String, Recipient, Entry)>;
 }
 
 #[derive(Default)]
@@ -56,5 +58,10 @@ impl NotificationLog for MemLog {
     fn gc(&self, now: Timestamp, retention: Duration) {
         let mut m = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         m.retain(|_, e| now - e.timestamp < retention);
+    }
+
+    fn entries(&self) -> Vec<(String, Recipient, Entry)> {
+        let m = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        m.iter().map(|((g, r), e)| (g.clone(), r.clone(), e.clone())).collect()
     }
 }

@@ -209,4 +209,9 @@ impl NotificationLog for DbLog {
             tracing::error!(%error, "Notification log cleanup failed");
         }
     }
+
+    fn entries(&self) -> Vec<(String, String, Entry)> {
+        let m = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        m.iter().map(|((g, r), e)| (g.clone(), r.clone(), e.clone())).collect()
+    }
 }

@@ -1,0 +1,391 @@
+//! What replicas share, and how a replica merges what it reads from its peers.
+//!
+//! Each replica publishes every item it holds (its own and those it merged) as key-values in its
+//! own part of the gossip state, so an item outlives the replica that made it. Items are versioned
+//! JSON (docs/format/alertd-cluster.md). Merging is per item and needs no agreement: the later
+//! version of a silence (by `updated_at`) and the later notification log entry (by its timestamp)
+//! win, which is Alertmanager's rule for both. The same items in any order give the same state.
+
+use crate::alert::Fingerprint;
+use crate::nflog::{Entry, NotificationLog};
+use crate::silence::{Silence, Silences, StoreError, WireMatcher};
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The format version this alertd writes. Readers take any version: fields are only ever added, and
+/// a change that cannot be read by an older replica gets new key prefixes (written beside the old
+/// ones for one release), so replicas one release apart interoperate during a rolling upgrade.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Key prefix of a silence (`s/<id>`).
+pub const SILENCE_PREFIX: &str = "s/";
+/// Key prefix of a notification log entry (`n/<group key>\x1f<recipient>`).
+pub const NFLOG_PREFIX: &str = "n/";
+/// Separates group key and recipient in a log key (neither holds control characters).
+const SEP: char = '\u{1f}';
+
+#[derive(Serialize, Deserialize)]
+struct WireSilence {
+    v: u32,
+    id: String,
+    matchers: Vec<WireMatcher>,
+    starts_at: i64,
+    ends_at: i64,
+    updated_at: i64,
+    created_by: String,
+    comment: String,
+    #[serde(default)]
+    until_resolved: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireEntry {
+    v: u32,
+    firing: Vec<String>,
+    resolved: Vec<String>,
+    timestamp: i64,
+}
+
+/// One shared item.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Silence(Silence),
+    Log { group_key: String, recipient: String, entry: Entry },
+}
+
+impl Item {
+    /// Which kind, for metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Item::Silence(_) => "silence",
+            Item::Log { .. } => "nflog",
+        }
+    }
+
+    /// When the item stops mattering: a silence once expired, a log entry once older than the
+    /// retention. Keys of items past it are deleted from the gossip state.
+    pub fn last_use(&self) -> Timestamp {
+        match self {
+            Item::Silence(s) => s.ends_at,
+            Item::Log { entry, .. } => entry.timestamp,
+        }
+    }
+}
+
+pub fn silence_key(id: &str) -> String {
+    format!("{SILENCE_PREFIX}{id}")
+}
+
+pub fn log_key(group_key: &str, recipient: &str) -> String {
+    format!("{NFLOG_PREFIX}{group_key}{SEP}{recipient}")
+}
+
+fn fps(s: &BTreeSet<Fingerprint>) -> Vec<String> {
+    s.iter().map(|f| f.to_string()).collect()
+}
+
+fn parse_fps(v: &[String]) -> Result<BTreeSet<Fingerprint>, String> {
+    v.iter()
+        .map(|h| u64::from_str_radix(h, 16).map(Fingerprint).map_err(|e| format!("fingerprint {h:?}: {e}")))
+        .collect()
+}
+
+/// The key and value that publish `item`.
+pub fn encode(item: &Item) -> (String, String) {
+    match item {
+        Item::Silence(s) => {
+            let w = WireSilence {
+                v: FORMAT_VERSION,
+                id: s.id.clone(),
+                matchers: s.matchers.iter().map(WireMatcher::from_matcher).collect(),
+                starts_at: s.starts_at.0,
+                ends_at: s.ends_at.0,
+                updated_at: s.updated_at.0,
+                created_by: s.created_by.clone(),
+                comment: s.comment.clone(),
+                until_resolved: s.until_resolved,
+            };
+            (silence_key(&s.id), serde_json::to_string(&w).unwrap_or_default())
+        }
+        Item::Log { group_key, recipient, entry } => {
+            let w = WireEntry {
+                v: FORMAT_VERSION,
+                firing: fps(&entry.firing),
+                resolved: fps(&entry.resolved),
+                timestamp: entry.timestamp.0,
+            };
+            (log_key(group_key, recipient), serde_json::to_string(&w).unwrap_or_default())
+        }
+    }
+}
+
+/// The item a key-value publishes. `Ok(None)` for keys of other kinds (membership, future items);
+/// an error names what is wrong with a key this alertd should read.
+pub fn decode(key: &str, value: &str) -> Result<Option<Item>, String> {
+    if let Some(id) = key.strip_prefix(SILENCE_PREFIX) {
+        let w: WireSilence = serde_json::from_str(value).map_err(|e| format!("silence {id}: {e}"))?;
+        if w.id != id {
+            return Err(format!("silence {id}: value names silence {}", w.id));
+        }
+        let matchers = w
+            .matchers
+            .iter()
+            .map(WireMatcher::to_matcher)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("silence {id}: {e}"))?;
+        return Ok(Some(Item::Silence(Silence {
+            id: w.id,
+            matchers,
+            starts_at: Timestamp(w.starts_at),
+            ends_at: Timestamp(w.ends_at),
+            updated_at: Timestamp(w.updated_at),
+            created_by: w.created_by,
+            comment: w.comment,
+            until_resolved: w.until_resolved,
+        })));
+    }
+    if let Some(rest) = key.strip_prefix(NFLOG_PREFIX) {
+        let (group_key, recipient) =
+            rest.split_once(SEP).ok_or_else(|| format!("notification log key {rest:?}: no recipient"))?;
+        let w: WireEntry = serde_json::from_str(value).map_err(|e| format!("notification log {group_key}: {e}"))?;
+        let entry = Entry {
+            firing: parse_fps(&w.firing).map_err(|e| format!("notification log {group_key}: {e}"))?,
+            resolved: parse_fps(&w.resolved).map_err(|e| format!("notification log {group_key}: {e}"))?,
+            timestamp: Timestamp(w.timestamp),
+        };
+        return Ok(Some(Item::Log { group_key: group_key.to_string(), recipient: recipient.to_string(), entry }));
+    }
+    Ok(None)
+}
+
+/// Whether `incoming` replaces `held`: the later update wins; of two updates at the same time, the
+/// one that ends earlier (an expiry over an extension), so every replica picks the same.
+pub fn silence_wins(incoming: &Silence, held: Option<&Silence>) -> bool {
+    held.is_none_or(|h| {
+        (incoming.updated_at, std::cmp::Reverse(incoming.ends_at)) > (h.updated_at, std::cmp::Reverse(h.ends_at))
+    })
+}
+
+/// Whether `incoming` replaces `held`: the later notification wins, as in Alertmanager's nflog.
+pub fn entry_wins(incoming: &Entry, held: Option<&Entry>) -> bool {
+    held.is_none_or(|h| incoming.timestamp > h.timestamp)
+}
+
+/// Local changes waiting to be published, in the order they were made.
+#[derive(Clone, Default)]
+pub struct Outgoing(Arc<Mutex<Vec<Item>>>);
+
+impl Outgoing {
+    pub fn push(&self, item: Item) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(item);
+    }
+
+    pub fn take(&self) -> Vec<Item> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Silences that publish every local change; `merge` takes a peer's.
+pub struct ReplicatedSilences {
+    inner: Arc<dyn Silences>,
+    out: Outgoing,
+}
+
+impl ReplicatedSilences {
+    pub fn new(inner: Arc<dyn Silences>, out: Outgoing) -> Self {
+        ReplicatedSilences { inner, out }
+    }
+
+    /// Applies a peer's version of a silence when it wins over the one held. True when it did.
+    pub fn merge(&self, s: Silence) -> Result<bool, StoreError> {
+        let held = self.inner.list().into_iter().find(|x| x.id == s.id);
+        if !silence_wins(&s, held.as_ref()) {
+            return Ok(false);
+        }
+        self.inner.set(s)?;
+        Ok(true)
+    }
+
+    /// Every silence held, to publish at start.
+    pub fn items(&self) -> Vec<Item> {
+        self.inner.list().into_iter().map(Item::Silence).collect()
+    }
+}
+
+impl Silences for ReplicatedSilences {
+    fn set(&self, s: Silence) -> Result<(), StoreError> {
+        self.inner.set(s.clone())?;
+        self.out.push(Item::Silence(s));
+        Ok(())
+    }
+
+    fn expire(&self, id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        if !self.inner.expire(id, now)? {
+            return Ok(false);
+        }
+        if let Some(s) = self.inner.list().into_iter().find(|x| x.id == id) {
+            self.out.push(Item::Silence(s));
+        }
+        Ok(true)
+    }
+
+    fn list(&self) -> Vec<Silence> {
+        self.inner.list()
+    }
+
+    fn gc(&self, now: Timestamp, retention: Duration) {
+        self.inner.gc(now, retention)
+    }
+}
+
+/// A notification log that publishes every entry it logs; `merge` takes a peer's.
+pub struct ReplicatedLog {
+    inner: Arc<dyn NotificationLog>,
+    out: Outgoing,
+}
+
+impl ReplicatedLog {
+    pub fn new(inner: Arc<dyn NotificationLog>, out: Outgoing) -> Self {
+        ReplicatedLog { inner, out }
+    }
+
+    /// Applies a peer's entry when it is later than the one held. True when it did.
+    pub fn merge(&self, group_key: &str, recipient: &str, entry: Entry) -> bool {
+        if !entry_wins(&entry, self.inner.get(group_key, recipient).as_ref()) {
+            return false;
+        }
+        self.inner.log(group_key, recipient, entry);
+        true
+    }
+
+    /// Every entry held, to publish at start.
+    pub fn items(&self) -> Vec<Item> {
+        self.inner
+            .entries()
+            .into_iter()
+            .map(|(group_key, recipient, entry)| Item::Log { group_key, recipient, entry })
+            .collect()
+    }
+}
+
+impl NotificationLog for ReplicatedLog {
+    fn get(&self, group_key: &str, recipient: &str) -> Option<Entry> {
+        self.inner.get(group_key, recipient)
+    }
+
+    fn log(&self, group_key: &str, recipient: &str, entry: Entry) {
+        self.inner.log(group_key, recipient, entry.clone());
+        self.out.push(Item::Log { group_key: group_key.to_string(), recipient: recipient.to_string(), entry });
+    }
+
+    fn gc(&self, now: Timestamp, retention: Duration) {
+        self.inner.gc(now, retention)
+    }
+
+    fn entries(&self) -> Vec<(String, String, Entry)> {
+        self.inner.entries()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nflog::MemLog;
+    use crate::silence::MemSilences;
+    use argus_model::Matcher;
+
+    fn silence(id: &str, updated: i64, ends: i64) -> Silence {
+        Silence {
+            id: id.into(),
+            matchers: vec![Matcher::eq("host", "node-1")],
+            starts_at: Timestamp(0),
+            ends_at: Timestamp(ends),
+            updated_at: Timestamp(updated),
+            created_by: "sre".into(),
+            comment: "maintenance".into(),
+            until_resolved: true,
+        }
+    }
+
+    fn entry(ts: i64, firing: &[u64]) -> Entry {
+        Entry {
+            firing: firing.iter().map(|&f| Fingerprint(f)).collect(),
+            resolved: BTreeSet::new(),
+            timestamp: Timestamp(ts),
+        }
+    }
+
+    #[test]
+    fn items_round_trip_through_their_key_values() {
+        let items = [
+            Item::Silence(silence("a1", 5, 100)),
+            Item::Log {
+                group_key: "{}/{}:{host=\"n1\"}:incident=7".into(),
+                recipient: "team/webhook/0".into(),
+                entry: entry(9, &[3, 0xabc]),
+            },
+        ];
+        for item in items {
+            let (k, v) = encode(&item);
+            let back = decode(&k, &v).unwrap().unwrap();
+            assert_eq!(encode(&back), (k, v));
+        }
+        assert!(decode("membership", "x").unwrap().is_none());
+        let e = decode("s/a1", "{\"v\":1}").unwrap_err();
+        assert!(e.starts_with("silence a1: missing field"), "{e}");
+        assert_eq!(decode("n/nokey", "{}").unwrap_err(), "notification log key \"nokey\": no recipient");
+    }
+
+    #[test]
+    fn a_newer_format_with_added_fields_is_read() {
+        let v = r#"{"v":2,"id":"a1","matchers":[],"starts_at":0,"ends_at":9,"updated_at":1,"created_by":"x","comment":"","until_resolved":false,"owner":"team"}"#;
+        assert!(matches!(decode("s/a1", v), Ok(Some(Item::Silence(_)))));
+    }
+
+    #[test]
+    fn merging_in_any_order_gives_the_same_state() {
+        // Three versions of one silence (made, extended, expired) and three log entries.
+        let versions = [silence("a1", 1, 500), silence("a1", 2, 900), silence("a1", 3, 3)];
+        let entries = [entry(10, &[1]), entry(20, &[1, 2]), entry(15, &[2])];
+        let orders = [[0, 1, 2], [2, 1, 0], [1, 2, 0], [2, 0, 1]];
+        let mut results = Vec::new();
+        for order in orders {
+            let s = ReplicatedSilences::new(Arc::new(MemSilences::default()), Outgoing::default());
+            let l = ReplicatedLog::new(Arc::new(MemLog::default()), Outgoing::default());
+            for &i in &order {
+                s.merge(versions[i].clone()).unwrap();
+                l.merge("g", "r", entries[i].clone());
+            }
+            let held = s.list().pop().unwrap();
+            results.push((held.updated_at, held.ends_at, l.get("g", "r").unwrap()));
+        }
+        assert!(results.iter().all(|r| *r == results[0]), "{results:?}");
+        assert_eq!(results[0], (Timestamp(3), Timestamp(3), entry(20, &[1, 2])));
+    }
+
+    #[test]
+    fn an_expiry_beats_an_extension_made_at_the_same_time() {
+        let (extend, expire) = (silence("a1", 7, 900), silence("a1", 7, 7));
+        assert!(silence_wins(&expire, Some(&extend)));
+        assert!(!silence_wins(&extend, Some(&expire)));
+    }
+
+    #[test]
+    fn local_changes_are_published_and_merges_are_not() {
+        let out = Outgoing::default();
+        let s = ReplicatedSilences::new(Arc::new(MemSilences::default()), out.clone());
+        let l = ReplicatedLog::new(Arc::new(MemLog::default()), out.clone());
+        s.set(silence("a1", 1, 500)).unwrap();
+        assert!(s.expire("a1", Timestamp(4)).unwrap());
+        assert!(!s.expire("zz", Timestamp(4)).unwrap());
+        l.log("g", "r", entry(5, &[1]));
+        assert!(s.merge(silence("b2", 1, 50)).unwrap());
+        assert!(l.merge("g2", "r", entry(6, &[1])));
+        assert!(!l.merge("g2", "r", entry(5, &[1])));
+        let kinds: Vec<String> = out.take().iter().map(|i| format!("{}@{}", i.kind(), i.last_use().0)).collect();
+        assert_eq!(kinds, ["silence@500", "silence@4", "nflog@5"]);
+    }
+}

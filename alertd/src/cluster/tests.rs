@@ -1,0 +1,261 @@
+//! Replicas gossiping through chitchat's in-process transport: real membership, failure detection
+//! and anti-entropy, real engines on tokio time; only the network is simulated (so a partition is
+//! a removed link).
+
+use super::*;
+use crate::alert::PostableAlert;
+use crate::clock::TokioClock;
+use crate::engine::Engine;
+use crate::nflog::{MemLog, NotificationLog};
+use crate::notify::Recorder;
+use crate::silence::{MemSilences, Silence, Silences};
+use argus_model::Matcher;
+use chitchat::transport::ChannelTransport;
+
+const PEER_TIMEOUT: Duration = Duration::from_secs(2);
+
+struct Replica {
+    cluster: Cluster,
+    silences: Arc<ReplicatedSilences>,
+    log: Arc<ReplicatedLog>,
+    shared: Shared,
+    rec: Arc<Recorder>,
+    timers: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.timers.abort();
+    }
+}
+
+impl Replica {
+    fn post(&self, alerts: Vec<PostableAlert>) {
+        let now = self.shared.now();
+        let mut e = self.shared.lock();
+        e.advance(now);
+        e.post(now, alerts).unwrap();
+        e.advance(now);
+        drop(e);
+        self.shared.changed();
+    }
+
+    fn readiness(&self) -> Readiness {
+        self.cluster.view().snapshot().readiness
+    }
+}
+
+fn addr(i: usize) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 11_000 + i as u16))
+}
+
+fn config() -> crate::Config {
+    let yaml = "route: {receiver: team, group_by: [alertname], group_wait: 1s, group_interval: 1m}\n\
+         receivers: [{name: team, webhook_configs: [{url: 'http://localhost:5001/'}]}]\n\
+         argus:\n  correlation: {labels: [host], window: 10m}\n";
+    crate::config::parse(yaml, "test.yml").unwrap()
+}
+
+/// Replica `i` of `n`, its peers the others.
+async fn replica(t: &ChannelTransport, i: usize, n: usize, settle: Duration) -> Replica {
+    let out = Outgoing::default();
+    let silences = Arc::new(ReplicatedSilences::new(Arc::new(MemSilences::default()), out.clone()));
+    let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out.clone()));
+    replica_with(t, i, n, settle, silences, log, out).await
+}
+
+async fn replica_with(
+    t: &ChannelTransport,
+    i: usize,
+    n: usize,
+    settle: Duration,
+    silences: Arc<ReplicatedSilences>,
+    log: Arc<ReplicatedLog>,
+    out: Outgoing,
+) -> Replica {
+    let rec = Arc::new(Recorder::default());
+    let mut e = Engine::new(config(), silences.clone(), log.clone(), rec.clone());
+    e.join_cluster();
+    let shared = Shared::new(e, TokioClock::starting_at(Timestamp(now_ms())));
+    let timers = tokio::spawn(crate::runner::run_shared(shared.clone()));
+    let s = Settings {
+        name: format!("r{i}"),
+        cluster: "test".into(),
+        listen: addr(i),
+        advertise: addr(i),
+        peers: (0..n).filter(|&j| j != i).map(|j| addr(j).to_string()).collect(),
+        peer_timeout: PEER_TIMEOUT,
+        settle_timeout: settle,
+        gossip_interval: Duration::from_millis(50),
+        secret: "not used by the in-process transport".into(),
+    };
+    let parts = Replicated { silences: silences.clone(), log: log.clone(), outgoing: out };
+    let cluster = Cluster::start_on(&s, parts, shared.clone(), Metrics::default(), t).await.unwrap();
+    Replica { cluster, silences, log, shared, rec, timers }
+}
+
+async fn until(what: &str, limit: Duration, f: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    start.elapsed()
+}
+
+fn silence(id: &str) -> Silence {
+    let now = Timestamp(now_ms());
+    Silence {
+        id: id.into(),
+        matchers: vec![Matcher::eq("host", "node-1")],
+        starts_at: now,
+        ends_at: now + Duration::from_secs(3600),
+        updated_at: now,
+        created_by: "sre".into(),
+        comment: "maintenance".into(),
+        until_resolved: false,
+    }
+}
+
+fn alert(name: &str, host: &str) -> PostableAlert {
+    PostableAlert {
+        labels: [("alertname", name), ("host", host)].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        annotations: Default::default(),
+        starts_at: Some(Timestamp(now_ms())),
+        ends_at: None,
+        generator_url: String::new(),
+    }
+}
+
+fn has(r: &Replica, id: &str, expired: bool) -> bool {
+    let now = Timestamp(now_ms());
+    r.silences.list().iter().any(|s| s.id == id && s.active_at(now) != expired)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_made_on_one_replica_reaches_the_others_and_so_does_its_expiry() {
+    let t = ChannelTransport::default();
+    let rs = [
+        replica(&t, 0, 3, PEER_TIMEOUT).await,
+        replica(&t, 1, 3, PEER_TIMEOUT).await,
+        replica(&t, 2, 3, PEER_TIMEOUT).await,
+    ];
+    rs[0].silences.set(silence("s1")).unwrap();
+    let took =
+        until("the silence on every replica", Duration::from_secs(5), || rs.iter().all(|r| has(r, "s1", false))).await;
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    rs[2].silences.expire("s1", Timestamp(now_ms())).unwrap();
+    until("the expiry on every replica", Duration::from_secs(5), || rs.iter().all(|r| has(r, "s1", true))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_starting_replica_is_ready_only_once_it_merged_its_peers_state() {
+    let t = ChannelTransport::default();
+    let (a, b) = (replica(&t, 0, 3, PEER_TIMEOUT).await, replica(&t, 1, 3, PEER_TIMEOUT).await);
+    for i in 0..300 {
+        a.silences.set(silence(&format!("a{i}"))).unwrap();
+        b.log.log(
+            &format!("group-{i}"),
+            "team/webhook/0",
+            crate::nflog::Entry {
+                firing: [crate::Fingerprint(i)].into(),
+                resolved: Default::default(),
+                timestamp: Timestamp(now_ms()),
+            },
+        );
+    }
+    until("a and b hold each other's state", Duration::from_secs(10), || {
+        a.log.entries().len() == 300 && b.silences.list().len() == 300
+    })
+    .await;
+    let c = replica(&t, 2, 3, Duration::from_secs(60)).await;
+    assert_eq!(c.readiness(), Readiness::Settling);
+    until("c is ready", Duration::from_secs(20), || c.readiness().is_ready()).await;
+    // Ready means merged: everything the peers held is here.
+    assert_eq!(c.readiness(), Readiness::Merged { peers: 2 });
+    assert_eq!((c.silences.list().len(), c.log.entries().len()), (300, 300));
+    let status = c.cluster.view().snapshot();
+    assert_eq!(status.peers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["r0", "r1"]);
+    assert_eq!(status.position, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_reaches_no_peer_is_ready_after_the_settle_timeout() {
+    let t = ChannelTransport::default();
+    let lone = replica(&t, 0, 3, Duration::from_secs(1)).await;
+    assert_eq!(lone.readiness(), Readiness::Settling);
+    until("ready by timeout", Duration::from_secs(5), || lone.readiness().is_ready()).await;
+    assert_eq!(lone.readiness(), Readiness::TimedOut { peers: 0 });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_notification_per_group_and_the_next_replica_takes_over_when_the_first_dies() {
+    let t = ChannelTransport::default();
+    let mut rs = vec![
+        replica(&t, 0, 3, PEER_TIMEOUT).await,
+        replica(&t, 1, 3, PEER_TIMEOUT).await,
+        replica(&t, 2, 3, PEER_TIMEOUT).await,
+    ];
+    until("positions by name", Duration::from_secs(10), || {
+        rs.iter().enumerate().all(|(i, r)| r.shared.lock().peer_wait() == PEER_TIMEOUT * i as u32)
+    })
+    .await;
+    let first = alert("GpuXid", "node-1");
+    for r in &rs {
+        r.post(vec![first.clone()]);
+    }
+    // group_wait 1s, then each replica's wait: 0, 2s, 4s.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let sent: Vec<usize> = rs.iter().map(|r| r.rec.take().len()).collect();
+    assert_eq!(sent, [1, 0, 0], "one notification, from the first replica");
+
+    // The first replica dies; the second moves up and notifies the next group once.
+    drop(rs.remove(0));
+    until("r1 moves up", Duration::from_secs(20), || rs[0].shared.lock().peer_wait().is_zero()).await;
+    let second = alert("GpuEcc", "node-2");
+    for r in &rs {
+        r.post(vec![second.clone()]);
+    }
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let sent: Vec<usize> = rs.iter().map(|r| r.rec.take().len()).collect();
+    assert_eq!(sent, [1, 0], "one notification, from the replica that moved up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_heals_by_itself_and_the_logs_merge() {
+    let t = ChannelTransport::default();
+    let rs = [
+        replica(&t, 0, 3, PEER_TIMEOUT).await,
+        replica(&t, 1, 3, PEER_TIMEOUT).await,
+        replica(&t, 2, 3, PEER_TIMEOUT).await,
+    ];
+    until("three members", Duration::from_secs(10), || rs.iter().all(|r| r.cluster.view().snapshot().peers.len() == 2))
+        .await;
+    for j in [1, 2] {
+        t.remove_link(addr(0), addr(j)).await;
+    }
+    until("r0 alone", Duration::from_secs(30), || rs[0].cluster.view().snapshot().peers.is_empty()).await;
+    // Each side notifies on its own (at least once beats silence) and logs it.
+    let entry = |ts: i64| crate::nflog::Entry {
+        firing: [crate::Fingerprint(1)].into(),
+        resolved: Default::default(),
+        timestamp: Timestamp(ts),
+    };
+    let later = now_ms() + 1;
+    rs[0].log.log("g", "team/webhook/0", entry(later - 1));
+    rs[1].log.log("g", "team/webhook/0", entry(later));
+    rs[0].silences.set(silence("minority")).unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!has(&rs[1], "minority", false), "nothing crosses the partition");
+    for j in [1, 2] {
+        t.add_link(addr(0), addr(j)).await;
+    }
+    until("the mesh re-forms", Duration::from_secs(30), || {
+        rs.iter().all(|r| r.cluster.view().snapshot().peers.len() == 2)
+    })
+    .await;
+    until("the logs merge", Duration::from_secs(10), || {
+        rs.iter().all(|r| r.log.get("g", "team/webhook/0") == Some(entry(later)) && has(r, "minority", false))
+    })
+    .await;
+}
