@@ -59,6 +59,13 @@ pub struct Engine {
     last_incident: u64,
     /// The hold stage's updates waiting out `update_interval`, kept over a reload.
     waiting: crate::notify::Waiting,
+    /// In a cluster, how long this replica lets the replicas before it notify first: its position
+    /// times the peer timeout (Alertmanager's wait stage). A group due at `t` runs its pipeline at
+    /// `t + peer_wait`, by when the notification log holds what an earlier replica sent.
+    peer_wait: Duration,
+    /// Whether this replica runs in a cluster: incidents are numbered by content, and escalations
+    /// go out only from the first replica.
+    clustered: bool,
 }
 
 impl Engine {
@@ -118,7 +125,28 @@ impl Engine {
             armed: Default::default(),
             last_incident: 0,
             waiting,
+            peer_wait: Duration::ZERO,
+            clustered: false,
         }
+    }
+
+    /// Runs as a replica of a cluster: incidents numbered by content, so every replica gives an
+    /// incident (and so its group key) the same number.
+    pub fn join_cluster(&mut self) {
+        self.clustered = true;
+        if let Some(c) = &mut self.correlator {
+            c.number_by_content(true);
+        }
+    }
+
+    /// Sets how long this replica waits before running a due group's pipeline (its position in the
+    /// cluster times the peer timeout).
+    pub fn set_peer_wait(&mut self, wait: Duration) {
+        self.peer_wait = wait;
+    }
+
+    pub fn peer_wait(&self) -> Duration {
+        self.peer_wait
     }
 
     pub fn config(&self) -> &Config {
@@ -174,6 +202,10 @@ impl Engine {
         next.store = std::mem::take(&mut self.store);
         next.last_gc = self.last_gc;
         next.armed = std::mem::take(&mut self.armed);
+        next.peer_wait = self.peer_wait;
+        if self.clustered {
+            next.join_cluster();
+        }
         next.number_incidents_after(self.last_incident.max(self.correlator.as_ref().map_or(0, |c| c.last_number())));
         if next.cfg.flap == self.cfg.flap {
             next.flap = self.flap.take();
@@ -203,7 +235,7 @@ impl Engine {
 
     /// The next time `advance` has work.
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        match (self.dispatcher.next_deadline(), self.escalator.next_due()) {
+        match (self.dispatcher.next_deadline().map(|t| t + self.peer_wait), self.escalator.next_due()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -213,15 +245,18 @@ impl Engine {
     /// time order (a flush before an escalation due at the same time).
     pub fn advance(&mut self, now: Timestamp) {
         loop {
-            let flush = self.dispatcher.next_deadline().filter(|&t| t <= now);
+            let wait = self.peer_wait;
+            let flush = self.dispatcher.next_deadline().map(|t| t + wait).filter(|&t| t <= now);
             let escalate = self.escalator.next_due().filter(|&t| t <= now);
             match (flush, escalate) {
                 (Some(f), e) if e.is_none_or(|e| f <= e) => {
-                    let Some((at, key)) = self.dispatcher.pop_due(now) else { break };
+                    let Some((due, key)) = self.dispatcher.pop_due(now - wait) else { break };
+                    // The group's timers keep their own times; only its pipeline runs later.
+                    let at = due + wait;
                     self.gc(at);
                     self.expire_resolved_silences(at);
                     let ok = self.flush(&key, at);
-                    self.dispatcher.after_flush(&key, at, ok);
+                    self.dispatcher.after_flush(&key, due, ok);
                 }
                 (_, Some(_)) => {
                     let Some(due) = self.escalator.take_due(now) else { break };
@@ -310,6 +345,10 @@ impl Engine {
     /// Notifies an unacknowledged incident to its escalation rule's receiver, when it still has a
     /// firing alert that the rule matches.
     fn escalate(&mut self, due: &Due) {
+        if self.clustered && !self.peer_wait.is_zero() {
+            // Escalation timers are not shared between replicas yet: only the first escalates.
+            return;
+        }
         let rule = self.escalator.rule(due.rule);
         let (Some(group), Some(c)) = (self.dispatcher.group(&due.group_key), &self.correlator) else { return };
         let Some(incident) = c.incident(&due.route_group, due.incident) else { return };

@@ -65,6 +65,19 @@ pub fn cause_text(cause: &str, a: &Alert) -> String {
     }
 }
 
+/// An incident's number from its content: its first alert's fingerprint and start, which every
+/// replica that receives the alert sees alike (senders stamp `startsAt`). 47 bits, so it stays
+/// exact as a JSON number, and never 0.
+pub fn content_id(first: Fingerprint, starts_at: Timestamp) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(first.0.to_be_bytes());
+    h.update(starts_at.0.to_be_bytes());
+    let d = h.finalize();
+    let n = u64::from_be_bytes(d[..8].try_into().unwrap_or_default()) & ((1 << 47) - 1);
+    n.max(1)
+}
+
 impl Default for CorrelationConfig {
     fn default() -> Self {
         CorrelationConfig {
@@ -104,6 +117,9 @@ impl Incident {
 pub struct Correlator {
     pub cfg: CorrelationConfig,
     next_id: u64,
+    /// Number incidents by their content (`content_id`) instead of in sequence: replicas of a
+    /// cluster then give an incident the same number without agreeing on it.
+    by_content: bool,
     /// Open incidents per route group.
     incidents: HashMap<String, Vec<Incident>>,
     /// Notification times per incident origin.
@@ -112,7 +128,12 @@ pub struct Correlator {
 
 impl Correlator {
     pub fn new(cfg: CorrelationConfig) -> Self {
-        Correlator { cfg, next_id: 1, incidents: HashMap::new(), sent: HashMap::new() }
+        Correlator { cfg, next_id: 1, by_content: false, incidents: HashMap::new(), sent: HashMap::new() }
+    }
+
+    /// Numbers incidents by their content from now on (see `content_id`).
+    pub fn number_by_content(&mut self, on: bool) {
+        self.by_content = on;
     }
 
     /// Numbers new incidents after `last` (and after every number given so far). Incident numbers are
@@ -150,14 +171,11 @@ impl Correlator {
             Some(i) => &mut list[i],
             None => {
                 let origin = topo.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",");
-                list.push(Incident {
-                    id: self.next_id,
-                    origin,
-                    topology: BTreeSet::new(),
-                    members: HashMap::new(),
-                    opened_at: now,
-                });
-                self.next_id += 1;
+                let id = if self.by_content { content_id(fp, alert.starts_at) } else { self.next_id };
+                list.push(Incident { id, origin, topology: BTreeSet::new(), members: HashMap::new(), opened_at: now });
+                if !self.by_content {
+                    self.next_id += 1;
+                }
                 let last = list.len() - 1;
                 &mut list[last]
             }

@@ -160,3 +160,95 @@ fn reload_keeps_an_update_waiting_for_update_interval() {
     assert_eq!(got.len(), 1, "{:?}", got.iter().map(|n| n.at).collect::<Vec<_>>());
     assert!(got[0].at >= at(330) && got[0].message.alerts.len() == 3, "{:?}", got[0].at);
 }
+
+// === replicas of a cluster, simulated: two engines, their notification logs merged by hand ===
+
+/// Two replicas receive the same alerts (at slightly different times); the first notifies at once,
+/// the second waits its position (`peer_wait`) and finds the first's notification in the merged log:
+/// one notification. When the first is gone, the second notifies after its wait, and its message
+/// carries the same group key and idempotency key the first's would have.
+#[test]
+fn replicas_notify_once_by_position_and_the_next_takes_over_with_the_same_key() {
+    use crate::cluster::state::{Item, Outgoing, ReplicatedLog};
+    let replica = |wait: u64| {
+        let rec = Arc::new(Recorder::default());
+        let out = Outgoing::default();
+        let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out.clone()));
+        let mut e = Engine::new(correlated("10m"), Arc::new(MemSilences::default()), log.clone(), rec.clone());
+        e.join_cluster();
+        e.set_peer_wait(Duration::from_secs(wait));
+        (e, rec, log, out)
+    };
+    // What gossip does: each replica's published entries merged into the other's log.
+    let gossip = |from: &Outgoing, to: &ReplicatedLog| {
+        for item in from.take() {
+            if let Item::Log { group_key, recipient, entry } = item {
+                to.merge(&group_key, &recipient, entry);
+            }
+        }
+    };
+    let (mut a, rec_a, log_a, out_a) = replica(0);
+    let (mut b, rec_b, log_b, out_b) = replica(15);
+    let mut alert = host_alert("h1");
+    alert.starts_at = Some(at(0));
+    a.post(at(0), vec![alert.clone()]).unwrap();
+    b.post(at(1), vec![alert.clone()]).unwrap();
+    a.advance(at(30));
+    assert_eq!(rec_a.take().len(), 1);
+    gossip(&out_a, &log_b);
+    b.advance(at(60));
+    assert!(rec_b.take().is_empty(), "the second replica found the first's notification");
+    gossip(&out_b, &log_a);
+
+    // A second host's alert; the first replica is gone before its group flushes.
+    let mut second = host_alert("h2");
+    second.starts_at = Some(at(100));
+    let mut lone = replica(0).0;
+    lone.post(at(100), vec![second.clone()]).unwrap();
+    b.post(at(100), vec![second]).unwrap();
+    b.advance(at(130));
+    assert!(rec_b.take().is_empty(), "still waiting its position");
+    b.advance(at(145));
+    let sent = rec_b.take();
+    assert_eq!(sent.len(), 1, "the second replica took over");
+    // The first would have sent the same message key: same group key (incident numbered by
+    // content) and the same previous notification.
+    let (lone_rec, _) = (Arc::new(Recorder::default()), ());
+    let mut lone = {
+        let out = Outgoing::default();
+        let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out));
+        let mut e = Engine::new(correlated("10m"), Arc::new(MemSilences::default()), log, lone_rec.clone());
+        e.join_cluster();
+        e
+    };
+    let mut again = host_alert("h2");
+    again.starts_at = Some(at(100));
+    lone.post(at(100), vec![again]).unwrap();
+    lone.advance(at(130));
+    let would = lone_rec.take();
+    assert_eq!(would.len(), 1);
+    assert_eq!(crate::outbox::idempotency_key(&would[0]), crate::outbox::idempotency_key(&sent[0]));
+    assert_eq!(would[0].message.group_key, sent[0].message.group_key);
+}
+
+/// Incident numbers come from the incident's first alert, so replicas that receive it at different
+/// times number it alike; alone, alertd numbers incidents in sequence as before.
+#[test]
+fn replicas_number_an_incident_alike() {
+    let ids = |arrival: u64, clustered: bool| {
+        let rec = Arc::new(Recorder::default());
+        let mut e =
+            Engine::new(correlated("10m"), Arc::new(MemSilences::default()), Arc::new(MemLog::default()), rec.clone());
+        if clustered {
+            e.join_cluster();
+        }
+        let mut a = host_alert("h1");
+        a.starts_at = Some(at(0));
+        e.post(at(arrival), vec![a]).unwrap();
+        e.advance(at(arrival + 60));
+        incident_ids(&rec)
+    };
+    assert_eq!(ids(0, true), ids(3, true));
+    assert_ne!(ids(0, true), [1]);
+    assert_eq!(ids(0, false), [1]);
+}
