@@ -43,12 +43,15 @@ mod reload;
 use crate::config::Alertd;
 use argus_alertd::api;
 use argus_alertd::clock::TokioClock;
+use argus_alertd::cluster;
 use argus_alertd::db::{Db, DbLog, DbSilences, HistoryNotifier};
 use argus_alertd::deliver::{self, Deliverer, RetryPolicy};
+use argus_alertd::nflog::NotificationLog;
 use argus_alertd::outbox::Outbox;
 use argus_alertd::rules::RuleGroup;
 use argus_alertd::rules::group::EvalOptions;
 use argus_alertd::runner::Shared;
+use argus_alertd::silence::Silences;
 use argus_alertd::{Engine, Timestamp};
 use argus_model::Shard;
 use argus_store::backend::StoreBackend;
@@ -125,6 +128,8 @@ pub struct Running {
     pub reloader: Arc<reload::Reloader>,
     /// The outbox's notifier, for capacity plans made inside this process (the analyzer's).
     pub capacity: Arc<deliver::OutboxNotifier>,
+    /// This replica's cluster membership, when `[alertd.cluster]` is set.
+    pub cluster: Option<cluster::Cluster>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -140,7 +145,7 @@ impl Drop for Running {
 /// Opens alertd's database, builds the engine and its receivers, and starts the timers, the
 /// delivery workers and, with a `backend` (the rules role), the rule groups, whose alerts go to
 /// `rule_sink` (None: this engine); their counters go to `registry`. None when `[alertd]` is off.
-pub fn start(
+pub async fn start(
     a: &Alertd,
     server_data_dir: &Path,
     backend: Option<Arc<dyn StoreBackend>>,
@@ -156,8 +161,20 @@ pub fn start(
     let rules = rule_groups(&cfg, &config_dir, shard)?;
     let data_dir = a.data_dir.clone().unwrap_or_else(|| server_data_dir.to_path_buf());
     let db = Arc::new(Db::open(&data_dir)?);
-    let silences = Arc::new(DbSilences::load(db.clone())?);
-    let nflog = Arc::new(DbLog::load(db.clone())?);
+    let silences: Arc<dyn Silences> = Arc::new(DbSilences::load(db.clone())?);
+    let nflog: Arc<dyn NotificationLog> = Arc::new(DbLog::load(db.clone())?);
+    // A replica of a cluster shares its silences and notification log with its peers.
+    let cluster_settings = a.cluster.as_ref().map(|c| c.resolve()).transpose()?;
+    let (silences, nflog, replicated) = match &cluster_settings {
+        Some(_) => {
+            let outgoing = cluster::state::Outgoing::default();
+            let s = Arc::new(cluster::state::ReplicatedSilences::new(silences, outgoing.clone()));
+            let l = Arc::new(cluster::state::ReplicatedLog::new(nflog, outgoing.clone()));
+            let parts = cluster::Replicated { silences: s.clone(), log: l.clone(), outgoing };
+            (s as Arc<dyn Silences>, l as Arc<dyn NotificationLog>, Some(parts))
+        }
+        None => (silences, nflog, None),
+    };
     // Notifications go to the durable outbox first; one worker per integration delivers them.
     let outbox = Arc::new(Outbox::open(&data_dir.join(argus_alertd::db::FILE_NAME))?);
     // Remediation records its actions (and finds those done before a restart) in the history.
@@ -171,10 +188,21 @@ pub fn start(
     let capacity = Arc::new(deliverer.notifier());
     let mut engine = Engine::new(cfg, silences.clone(), nflog, notifier);
     engine.number_incidents_after(db.last_incident_number()?);
+    if cluster_settings.is_some() {
+        engine.join_cluster();
+    }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
     let started = Timestamp(now.as_millis() as i64);
     let shared = Shared::new(engine, TokioClock::starting_at(started));
     let mut tasks = vec![tokio::spawn(argus_alertd::runner::run_shared(shared.clone()))];
+    let cluster = match (&cluster_settings, replicated) {
+        (Some(settings), Some(parts)) => Some(
+            cluster::Cluster::start(settings, parts, shared.clone(), registry)
+                .await
+                .context("starting alertd's cluster member")?,
+        ),
+        _ => None,
+    };
     let config_text = Arc::new(std::sync::RwLock::new(config_text));
     let reloader = Arc::new(reload::Reloader::new(
         a.config_file.clone(),
@@ -198,11 +226,12 @@ pub fn start(
         max_body_bytes: a.max_body_bytes.unwrap_or(api::DEFAULT_MAX_BODY_BYTES),
         max_alerts_per_request: a.max_alerts_per_request.unwrap_or(api::DEFAULT_MAX_ALERTS_PER_REQUEST),
         max_labels_per_alert: a.max_labels_per_alert.unwrap_or(api::DEFAULT_MAX_LABELS_PER_ALERT),
+        cluster: cluster.as_ref().map(|c| c.view()),
     };
     tracing::info!(data_dir = %data_dir.display(), "alertd is up: Alertmanager API v2 at /api/v2/alerts");
     let max_body = state.max_body_bytes;
     let router = api::router(state).merge(api::capacity::router(capacity.clone(), max_body));
-    Ok(Some(Running { router, intake: Arc::new(shared_for_intake), reloader, capacity, tasks }))
+    Ok(Some(Running { router, intake: Arc::new(shared_for_intake), reloader, capacity, cluster, tasks }))
 }
 
 // === the rules role without alertd ===

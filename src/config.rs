@@ -6,6 +6,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use argus_store::WalSync;
 use argus_store::backend::{InfluxSpec, RemoteOptions, RemoteSpec};
 use serde::Deserialize;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -219,6 +220,118 @@ pub struct Alertd {
     pub max_alerts_per_request: Option<usize>,
     /// Labels one posted alert may carry; default 64.
     pub max_labels_per_alert: Option<usize>,
+    /// `[alertd.cluster]`: run alertd as one replica of a cluster (docs/alerting.md, "High
+    /// availability"). Absent: alertd runs alone.
+    pub cluster: Option<AlertdCluster>,
+}
+
+/// `[alertd.cluster]`, as written; `Config::cluster_settings` resolves it.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertdCluster {
+    /// Gossip address (UDP), e.g. `0.0.0.0:9094`.
+    pub listen: Option<String>,
+    /// The address peers reach this replica at; default `listen` (which must then not be 0.0.0.0).
+    pub advertise: Option<String>,
+    /// The other replicas: `ip:port` or `dns-name:port` (re-resolved every minute; a Kubernetes
+    /// headless service lists every pod of a StatefulSet).
+    #[serde(default)]
+    pub peers: Vec<String>,
+    /// This replica's name; default the advertised address. Replicas notify in name order.
+    pub name: Option<String>,
+    /// Default `argus-alertd`; replicas of another cluster name are not gossiped with.
+    pub cluster_name: Option<String>,
+    /// How long each replica waits per position before notifying; default 15s.
+    pub peer_timeout: Option<String>,
+    /// How long a starting replica waits to merge its peers' state before it answers ready anyway;
+    /// default 30s.
+    pub settle_timeout: Option<String>,
+    /// How often replicas gossip; default 200ms.
+    pub gossip_interval: Option<String>,
+    /// The shared secret that encrypts and authenticates cluster traffic, or a file holding it.
+    pub secret: Option<String>,
+    pub secret_file: Option<PathBuf>,
+}
+
+impl AlertdCluster {
+    /// The settings, with `[alertd.cluster]` field names in errors.
+    pub fn resolve(&self) -> Result<argus_alertd::cluster::Settings> {
+        self.settings(true)
+    }
+
+    /// Checks everything but the secret file, which may exist only where the server runs.
+    pub fn check(&self) -> Result<()> {
+        self.settings(false).map(|_| ())
+    }
+
+    /// Checks the fields that are present: a file may leave the listen and advertise addresses to
+    /// `--cluster.*` flags (a Kubernetes pod knows its own address only there).
+    pub fn check_present(&self) -> Result<()> {
+        let mut full = self.clone();
+        let placeholder = "127.0.0.1:9094".to_string();
+        if full.listen.is_none() {
+            full.listen = Some(placeholder.clone());
+        }
+        if full.advertise.is_none() {
+            full.advertise = Some(placeholder);
+        }
+        full.check()
+    }
+
+    fn settings(&self, read_secret: bool) -> Result<argus_alertd::cluster::Settings> {
+        use argus_alertd::cluster::Settings;
+        let listen: SocketAddr = self
+            .listen
+            .as_deref()
+            .context("alertd.cluster.listen: required (the gossip address, e.g. 0.0.0.0:9094)")?
+            .parse()
+            .context("alertd.cluster.listen: not an ip:port address")?;
+        let advertise: SocketAddr = match &self.advertise {
+            Some(a) => {
+                a.parse().with_context(|| format!("alertd.cluster.advertise: {a:?} is not an ip:port address"))?
+            }
+            None if listen.ip().is_unspecified() => bail!(
+                "alertd.cluster.advertise: required when listen is {listen} (peers need an address they can reach)"
+            ),
+            None => listen,
+        };
+        for (i, p) in self.peers.iter().enumerate() {
+            let ok = p.rsplit_once(':').is_some_and(|(h, port)| !h.is_empty() && port.parse::<u16>().is_ok());
+            if !ok {
+                bail!("alertd.cluster.peers[{i}]: {p:?} is not host:port");
+            }
+        }
+        let secret = match (&self.secret, &self.secret_file) {
+            (Some(_), Some(_)) => bail!("alertd.cluster: give secret or secret_file, not both"),
+            (Some(s), None) => s.clone(),
+            (None, Some(_)) if !read_secret => "unread secret file.".to_string(),
+            (None, Some(f)) => std::fs::read_to_string(f)
+                .with_context(|| format!("alertd.cluster.secret_file: cannot read {}", f.display()))?
+                .trim()
+                .to_string(),
+            (None, None) => bail!(
+                "alertd.cluster.secret: required (cluster traffic is encrypted and authenticated with it; every replica has the same)"
+            ),
+        };
+        if secret.len() < 16 {
+            bail!("alertd.cluster.secret: at least 16 characters");
+        }
+        let dur = |field: &str, v: &Option<String>, default| match v {
+            Some(t) => duration(&format!("alertd.cluster.{field}"), t),
+            None => Ok(default),
+        };
+        Ok(Settings {
+            name: self.name.clone().unwrap_or_else(|| advertise.to_string()),
+            cluster: self.cluster_name.clone().unwrap_or_else(|| Settings::DEFAULT_CLUSTER.to_string()),
+            listen,
+            advertise,
+            peers: self.peers.clone(),
+            peer_timeout: dur("peer_timeout", &self.peer_timeout, Settings::DEFAULT_PEER_TIMEOUT)?,
+            settle_timeout: dur("settle_timeout", &self.settle_timeout, Settings::DEFAULT_SETTLE_TIMEOUT)?,
+            gossip_interval: dur("gossip_interval", &self.gossip_interval, Settings::DEFAULT_GOSSIP_INTERVAL)?,
+            secret,
+        })
+    }
 }
 
 impl Default for Alertd {
@@ -230,6 +343,7 @@ impl Default for Alertd {
             max_body_bytes: None,
             max_alerts_per_request: None,
             max_labels_per_alert: None,
+            cluster: None,
         }
     }
 }
@@ -273,6 +387,9 @@ impl Config {
         self.remote_backend()?;
         if self.alertd.enabled {
             crate::alertd::load_config(&self.alertd).map_err(|e| anyhow!("alertd.config_file: {e:#}"))?;
+        }
+        if let Some(c) = &self.alertd.cluster {
+            c.check_present()?;
         }
         self.analyzer.validate().map_err(|e| anyhow!("{e}"))?;
         self.alert_urls()?;

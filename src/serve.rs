@@ -47,6 +47,51 @@ pub struct Args {
     /// injected; the data directory defaults to ./data-demo and notifications go to a log there.
     #[arg(long)]
     demo: bool,
+    /// alertd's cluster gossip address, e.g. 0.0.0.0:9094 (`[alertd.cluster] listen`); with it,
+    /// alertd runs as a replica of a cluster.
+    #[arg(long = "cluster.listen-address")]
+    cluster_listen: Option<String>,
+    /// Another replica, `host:port` (repeatable; `[alertd.cluster] peers`).
+    #[arg(long = "cluster.peer")]
+    cluster_peer: Vec<String>,
+    /// The address peers reach this replica at (`[alertd.cluster] advertise`).
+    #[arg(long = "cluster.advertise-address")]
+    cluster_advertise: Option<String>,
+    /// Wait per position before notifying (`[alertd.cluster] peer_timeout`) [default: 15s].
+    #[arg(long = "cluster.peer-timeout")]
+    cluster_peer_timeout: Option<String>,
+    /// Longest wait to merge the peers' state before answering ready (`[alertd.cluster]
+    /// settle_timeout`) [default: 30s].
+    #[arg(long = "cluster.settle-timeout")]
+    cluster_settle_timeout: Option<String>,
+}
+
+impl Args {
+    /// Applies the `--cluster.*` flags over `[alertd.cluster]`.
+    fn apply_cluster_flags(&self, cfg: &mut Config) -> Result<()> {
+        let any = self.cluster_listen.is_some()
+            || !self.cluster_peer.is_empty()
+            || self.cluster_advertise.is_some()
+            || self.cluster_peer_timeout.is_some()
+            || self.cluster_settle_timeout.is_some();
+        if !any && cfg.alertd.cluster.is_none() {
+            return Ok(());
+        }
+        let c = cfg.alertd.cluster.get_or_insert_with(Default::default);
+        let set = |to: &mut Option<String>, from: &Option<String>| {
+            if from.is_some() {
+                to.clone_from(from);
+            }
+        };
+        set(&mut c.listen, &self.cluster_listen);
+        set(&mut c.advertise, &self.cluster_advertise);
+        set(&mut c.peer_timeout, &self.cluster_peer_timeout);
+        set(&mut c.settle_timeout, &self.cluster_settle_timeout);
+        if !self.cluster_peer.is_empty() {
+            c.peers.clone_from(&self.cluster_peer);
+        }
+        c.check()
+    }
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -55,10 +100,11 @@ pub fn run(args: Args) -> Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cfg = match &args.config {
+    let mut cfg = match &args.config {
         Some(p) => Config::load(p)?,
         None => Config::default(),
     };
+    args.apply_cluster_flags(&mut cfg)?;
     // A demo never mixes with real data: it has its own default data directory.
     let default_dir = if args.demo { "data-demo" } else { "data" };
     let mut opts = cfg.store_options(&PathBuf::from(default_dir))?;
@@ -167,6 +213,24 @@ impl Listen {
     }
 }
 
+/// `/-/ready` of an alertd replica: 503 while it settles, and which way it became ready.
+async fn cluster_ready(
+    axum::extract::State(view): axum::extract::State<argus_alertd::cluster::View>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if req.uri().path() != "/-/ready" {
+        return next.run(req).await;
+    }
+    let r = view.snapshot().readiness;
+    match r.is_ready() {
+        true => format!("Argus is Ready. {}.\n", r.describe()).into_response(),
+        false => (axum::http::StatusCode::SERVICE_UNAVAILABLE, format!("Argus is not ready: {}.\n", r.describe()))
+            .into_response(),
+    }
+}
+
 /// The parts this process runs, and the store they use when the store role is not among them.
 struct Mode {
     roles: Roles,
@@ -226,6 +290,7 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         true => {
             let (backend, sink) = (rules_backend.clone(), posted_rules.clone());
             crate::alertd::start(&cfg.alertd, &data_dir, backend, sink, shard, &mut registry)
+                .await
                 .context("starting alertd")?
         }
         false => None,
@@ -284,6 +349,11 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     let collector_token = match roles.collector && own_store && !listen.auth.is_open() {
         true => Some(listen.auth.add_internal("embedded-collector", &[Scope::Write])?),
         false => None,
+    };
+    // A replica of an alertd cluster answers ready once it merged its peers' state.
+    let app = match alertd.as_ref().and_then(|a| a.cluster.as_ref()) {
+        Some(c) => app.layer(axum::middleware::from_fn_with_state(c.view(), cluster_ready)),
+        None => app,
     };
     let tls_cert = cfg.server.tls_cert.clone().filter(|_| listen.tls.is_some());
     let scheme = listen.scheme();

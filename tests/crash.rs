@@ -8,7 +8,7 @@
 //! `ARGUS_CRASH_KILLS` sets the number of kills (default 5 here; bench/crash.sh runs 50).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -72,24 +72,7 @@ fn receiver() -> (u16, Arc<Mutex<Vec<Delivery>>>) {
             std::thread::spawn(move || {
                 let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
                 let mut r = BufReader::new(conn.try_clone().unwrap());
-                let (mut len, mut key) = (0usize, String::new());
-                loop {
-                    let mut line = String::new();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    let lower = line.to_ascii_lowercase();
-                    if let Some(v) = lower.strip_prefix("content-length:") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                    if let Some(v) = lower.strip_prefix("idempotency-key:") {
-                        key = v.trim().to_string();
-                    }
-                }
-                let mut body = vec![0; len];
-                if len == 0 || r.read_exact(&mut body).is_err() {
-                    return;
-                }
+                let Some((key, body)) = raw_http::read_delivery(&mut r) else { return };
                 let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else { return };
                 let mut alerts: Vec<String> = v["alerts"]
                     .as_array()

@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[path = "support/raw_http.rs"]
+#[allow(dead_code)]
 mod raw_http;
 
 use raw_http::{free_port, http};

@@ -57,6 +57,7 @@ fn main() -> Result<(), Error> {
             max_body_bytes: api::DEFAULT_MAX_BODY_BYTES,
             max_alerts_per_request: api::DEFAULT_MAX_ALERTS_PER_REQUEST,
             max_labels_per_alert: api::DEFAULT_MAX_LABELS_PER_ALERT,
+            cluster: None,
         };
         let app = api::router(state);
         let start = Instant::now();

@@ -44,6 +44,8 @@ pub struct State {
     pub max_body_bytes: usize,
     pub max_alerts_per_request: usize,
     pub max_labels_per_alert: usize,
+    /// The cluster this replica belongs to; None when alertd runs alone.
+    pub cluster: Option<crate::cluster::View>,
 }
 
 /// Re-reads and applies the configuration, all or nothing: an error leaves the running one as it was.

@@ -9,6 +9,7 @@
 pub mod alert;
 pub mod api;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod db;
 pub mod deliver;

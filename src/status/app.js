@@ -484,6 +484,29 @@ document.getElementById("token-clear").addEventListener("click", () => {
   refresh();
 });
 
+// === alertd cluster ===
+
+// This replica's cluster (`GET /api/v2/status`): its name, state and live peers; hidden when alertd
+// runs alone or not in this process.
+async function loadCluster() {
+  const span = document.getElementById("cluster");
+  let status = null;
+  try {
+    status = await api("/api/v2/status");
+  } catch (e) {
+    if (e.status === 404) status = null;
+    else throw e;
+  }
+  const c = status && status.cluster;
+  if (!c || c.status === "disabled") {
+    span.hidden = true;
+    return;
+  }
+  const peers = c.peers.map((p) => `${p.name} (${p.address})`).join(", ") || "none reached";
+  span.textContent = `alertd cluster: ${c.name}, ${c.status}; peers: ${peers}`;
+  span.hidden = false;
+}
+
 // === refresh ===
 
 let running = false;
@@ -499,6 +522,7 @@ async function refresh() {
       loadForecasts(),
       loadCapacity(),
       loadNotifications(),
+      loadCluster(),
     ]);
     const failed = results.filter((r) => r.status === "rejected").map((r) => r.reason);
     const auth = failed.find((e) => e.status === 401 || e.status === 403);

@@ -50,3 +50,27 @@ fn dechunk(mut body: &str) -> Option<String> {
         body = rest.get(size..)?.strip_prefix("\r\n")?;
     }
 }
+
+/// Reads one request from a webhook receiver's connection: its `Idempotency-Key` (empty without one)
+/// and its body; None when the connection closed before a whole request arrived.
+pub fn read_delivery(r: &mut impl std::io::BufRead) -> Option<(String, Vec<u8>)> {
+    let (mut len, mut key) = (0usize, String::new());
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+        if let Some(v) = lower.strip_prefix("idempotency-key:") {
+            key = v.trim().to_string();
+        }
+    }
+    let mut body = vec![0; len];
+    if len == 0 || r.read_exact(&mut body).is_err() {
+        return None;
+    }
+    Some((key, body))
+}

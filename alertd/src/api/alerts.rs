@@ -260,13 +260,15 @@ pub struct Status {
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct ClusterStatus {
+    /// This replica's name in the cluster (empty when alertd runs alone).
     name: String,
-    /// Always `disabled`: alertd runs alone.
+    /// `ready` once this replica merged its peers' state, `settling` before, `disabled` when alertd
+    /// runs alone.
     #[schema(value_type = String)]
     status: &'static str,
-    /// Always empty.
+    /// The other live replicas: `name` and `address`.
     #[schema(value_type = Vec<Object>)]
-    peers: Vec<()>,
+    peers: Vec<crate::cluster::Peer>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -274,8 +276,8 @@ struct ConfigText {
     original: String,
 }
 
-/// `GET /api/v2/status`: alertd runs alone, so its cluster status is `disabled`. The configuration
-/// is shown with its secrets masked, as Alertmanager shows it.
+/// `GET /api/v2/status`: the cluster as Alertmanager shows it (`disabled` when alertd runs alone), and
+/// the configuration with its secrets masked.
 #[utoipa::path(get, path = "/api/v2/status", tag = AM_TAG, operation_id = "getStatus",
     responses((status = 200, description = "alertd's status and configuration text", body = Status)))]
 pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
@@ -290,7 +292,14 @@ pub async fn get_status(Ext(s): Ext<State>) -> Json<Status> {
     .into_iter()
     .collect();
     Json(Status {
-        cluster: ClusterStatus { name: String::new(), status: "disabled", peers: Vec::new() },
+        cluster: match &s.cluster {
+            Some(view) => {
+                let v = view.snapshot();
+                let status = if v.readiness.is_ready() { "ready" } else { "settling" };
+                ClusterStatus { name: v.name, status, peers: v.peers }
+            }
+            None => ClusterStatus { name: String::new(), status: "disabled", peers: Vec::new() },
+        },
         version_info: version,
         config: ConfigText {
             original: crate::config::mask::masked(&s.config_text.read().unwrap_or_else(|e| e.into_inner())),

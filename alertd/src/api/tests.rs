@@ -64,6 +64,7 @@ fn api_with_limits(config: &str, max_body_bytes: usize, max_alerts: usize, max_l
         max_body_bytes,
         max_alerts_per_request: max_alerts,
         max_labels_per_alert: max_labels,
+        cluster: None,
     };
     Api { app: router(state.clone()), state, _dir: dir }
 }
