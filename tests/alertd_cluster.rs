@@ -69,7 +69,7 @@ fn cluster(webhook: u16) -> Cluster {
                 (0..3).filter(|&j| j != i).map(|j| format!("\"127.0.0.1:{}\"", ports[j])).collect();
             let toml = format!(
                 "[alertd]\nconfig_file = {yml:?}\n\n[alertd.cluster]\nlisten = \"127.0.0.1:{}\"\npeers = [{}]\n\
-                 name = \"r{i}\"\npeer_timeout = \"2s\"\nsettle_timeout = \"20s\"\nsecret = \"a shared secret for the test cluster\"\n",
+                 name = \"r{i}\"\npeer_timeout = \"3s\"\nsettle_timeout = \"20s\"\nsecret = \"a shared secret for the test cluster\"\n",
                 ports[i],
                 peers.join(", ")
             );
@@ -142,7 +142,7 @@ fn three_replicas_share_silences_notify_once_and_survive_a_kill() {
 
     // An alert posted to all three is notified once: by r0; r1 and r2 find it in the shared log.
     post_to(&all, &alert("GpuXid", "node-1"));
-    std::thread::sleep(Duration::from_secs(7));
+    std::thread::sleep(Duration::from_secs(9));
     let first = got.lock().unwrap().clone();
     assert_eq!(first.iter().map(|(_, n)| n.join(",")).collect::<Vec<_>>(), ["GpuXid"], "{first:?}");
 
@@ -150,7 +150,7 @@ fn three_replicas_share_silences_notify_once_and_survive_a_kill() {
     c.replicas[0].kill9();
     post_to(&[&c.replicas[1], &c.replicas[2]], &alert("GpuEcc", "node-2"));
     until("the takeover notification", Duration::from_secs(30), || got.lock().unwrap().len() == 2);
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(7));
     let all_got = got.lock().unwrap().clone();
     assert_eq!(all_got.len(), 2, "{all_got:?}");
     assert_eq!(all_got[1].1, ["GpuEcc"]);

@@ -323,10 +323,10 @@ impl Round {
                 if *id == me {
                     continue;
                 }
-                let seen = self.seen.get(id).copied().unwrap_or(0);
+                let mut seen = self.seen.get(id).copied().unwrap_or(0);
                 if node.max_version() < seen {
-                    // The peer's state was reset (gossip garbage-collected it); read it again.
-                    self.seen.insert(id.clone(), 0);
+                    // The peer's state was reset (gossip garbage-collected it): read all of it again.
+                    seen = 0;
                 }
                 for (key, v) in node.key_values_including_deleted() {
                     if v.version > seen && matches!(v.status, DeletionStatus::Set) {
