@@ -169,7 +169,8 @@ pub async fn start(
         Some(_) => {
             let outgoing = cluster::state::Outgoing::default();
             let s = Arc::new(cluster::state::ReplicatedSilences::new(silences, outgoing.clone()));
-            let l = Arc::new(cluster::state::ReplicatedLog::new(nflog, outgoing.clone()));
+            let name = cluster_settings.as_ref().map_or("", |c| c.name.as_str());
+            let l = Arc::new(cluster::state::ReplicatedLog::new(nflog, outgoing.clone(), name));
             let parts = cluster::Replicated { silences: s.clone(), log: l.clone(), outgoing };
             (s as Arc<dyn Silences>, l as Arc<dyn NotificationLog>, Some(parts))
         }
@@ -177,6 +178,16 @@ pub async fn start(
     };
     // Notifications go to the durable outbox first; one worker per integration delivers them.
     let outbox = Arc::new(Outbox::open(&data_dir.join(argus_alertd::db::FILE_NAME))?);
+    // A replica tells its peers once a notification has left its outbox (see ReplicatedLog).
+    if let Some(parts) = &replicated {
+        let log = parts.log.clone();
+        outbox.observe(Arc::new(move |e, _| {
+            let message: Option<serde_json::Value> = serde_json::from_str(&e.message).ok();
+            if let Some(group_key) = message.as_ref().and_then(|m| m["groupKey"].as_str()) {
+                log.confirm(group_key, &e.integration);
+            }
+        }));
+    }
     // Remediation records its actions (and finds those done before a restart) in the history.
     let integrations = deliver::build_with_ledger(&cfg, db.clone())?;
     let delivery = Arc::new(deliver::metrics::Metrics::default());

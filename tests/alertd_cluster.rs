@@ -17,14 +17,24 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Webhook deliveries as received: `Idempotency-Key` and the alert names notified firing.
+/// Webhook deliveries accepted: `Idempotency-Key` and the alert names notified firing.
 type Got = Arc<Mutex<Vec<(String, Vec<String>)>>>;
 
-fn receiver() -> (u16, Got) {
+/// The webhook receiver. While `down` is set it answers 503 and records the attempt in `refused`.
+struct Webhook {
+    port: u16,
+    got: Got,
+    refused: Got,
+    down: Arc<std::sync::atomic::AtomicBool>,
+}
+
+fn receiver() -> Webhook {
+    use std::sync::atomic::Ordering;
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
-    let got: Got = Arc::default();
-    let got2 = got.clone();
+    let (got, refused): (Got, Got) = (Arc::default(), Arc::default());
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (got2, refused2, down2) = (got.clone(), refused.clone(), down.clone());
     std::thread::spawn(move || {
         for conn in l.incoming() {
             let Ok(mut conn) = conn else { continue };
@@ -38,11 +48,17 @@ fn receiver() -> (u16, Got) {
                 .filter(|a| a["status"] == "firing")
                 .map(|a| a["labels"]["alertname"].as_str().unwrap_or("?").to_string())
                 .collect();
+            if down2.load(Ordering::SeqCst) {
+                refused2.lock().unwrap().push((key, names));
+                let _ = conn
+                    .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                continue;
+            }
             got2.lock().unwrap().push((key, names));
             let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         }
     });
-    (port, got)
+    Webhook { port, got, refused, down }
 }
 
 struct Cluster {
@@ -56,7 +72,7 @@ fn cluster(webhook: u16) -> Cluster {
     std::fs::write(
         &yml,
         format!(
-            "route: {{receiver: team, group_by: [alertname], group_wait: 1s, group_interval: 1m, repeat_interval: 4h}}\n\
+            "route: {{receiver: team, group_by: [alertname], group_wait: 1s, group_interval: 10s, repeat_interval: 4h}}\n\
              receivers: [{{name: team, webhook_configs: [{{url: 'http://127.0.0.1:{webhook}/'}}]}}]\n\
              argus:\n  correlation: {{labels: [host], window: 10m}}\n"
         ),
@@ -111,8 +127,9 @@ fn post_to(replicas: &[&Server], body: &Value) {
 
 #[test]
 fn three_replicas_share_silences_notify_once_and_survive_a_kill() {
-    let (webhook, got) = receiver();
-    let mut c = cluster(webhook);
+    let hook = receiver();
+    let got = hook.got.clone();
+    let mut c = cluster(hook.port);
     for s in &c.replicas {
         until("every replica ready", Duration::from_secs(30), || ready(s).is_some());
         let status = s.get("/api/v2/status").json();
@@ -168,4 +185,26 @@ fn three_replicas_share_silences_notify_once_and_survive_a_kill() {
     assert_eq!(got.lock().unwrap().len(), 2);
     let metrics = c.replicas[1].get("/metrics").body;
     assert!(metrics.contains("argus_alertd_cluster_members 3"), "{metrics}");
+
+    // The receiver is down: r0 keeps retrying and the others hold back for its pending notification.
+    // r0 dies before it delivers; r1 sends it at its group's next flush, under r0's key.
+    hook.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    post_to(&all_of(&c), &alert("GpuNvlink", "node-3"));
+    until("r0 tried and failed", Duration::from_secs(20), || !hook.refused.lock().unwrap().is_empty());
+    std::thread::sleep(Duration::from_secs(5));
+    let refused = hook.refused.lock().unwrap().clone();
+    let keys: std::collections::BTreeSet<&str> = refused.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys.len(), 1, "only r0 tried, under one key: {refused:?}");
+    c.replicas[0].kill9();
+    hook.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    until("r1 takes the notification over", Duration::from_secs(60), || got.lock().unwrap().len() == 3);
+    std::thread::sleep(Duration::from_secs(7));
+    let all_got = got.lock().unwrap().clone();
+    assert_eq!(all_got.len(), 3, "{all_got:?}");
+    assert_eq!(all_got[2].1, ["GpuNvlink"]);
+    assert_eq!(all_got[2].0, refused[0].0, "the replica that took over used the first one's key");
+}
+
+fn all_of(c: &Cluster) -> Vec<&Server> {
+    c.replicas.iter().collect()
 }

@@ -372,7 +372,9 @@ impl Round {
                         false
                     }
                 },
-                Item::Log { group_key, recipient, entry } => self.parts.log.merge(group_key, recipient, entry.clone()),
+                Item::Log { group_key, recipient, entry, pending } => {
+                    self.parts.log.merge(group_key, recipient, entry.clone(), pending.clone())
+                }
             };
             if applied {
                 self.metrics.merges.get_or_create(&Kind { kind: item.kind().into() }).inc();
@@ -407,6 +409,7 @@ impl Round {
             }
         }
         let position = by_name.keys().position(|n| *n == self.settings.name).unwrap_or(0);
+        self.parts.log.set_live(by_name.keys().cloned());
         let peers: Vec<Peer> = by_name
             .values()
             .filter(|id| *id.node_id != *self.settings.name)

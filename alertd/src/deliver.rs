@@ -484,7 +484,11 @@ impl Worker {
             Ok(()) => {
                 count("delivered");
                 tracing::debug!(%receiver, integration = %self.name, %key, attempt, batched = n, "Notification delivered");
-                batch.iter().try_for_each(|e| self.outbox.finish(e.id, State::Delivered, None, now))
+                batch.iter().try_for_each(|e| {
+                    self.outbox.finish(e.id, State::Delivered, None, now)?;
+                    self.outbox.finished(e, State::Delivered);
+                    Ok(())
+                })
             }
             Err(error) if error.is_retryable() && now - oldest < self.policy.give_up_after.as_millis() as i64 => {
                 count("retried");
@@ -504,7 +508,11 @@ impl Worker {
                 count("failed");
                 tracing::error!(%receiver, integration = %self.name, %key, attempt, batched = n, retryable = error.is_retryable(), %error, "Notification failed, giving up");
                 let reason = error.to_string();
-                batch.iter().try_for_each(|e| self.outbox.finish(e.id, State::Failed, Some(&reason), now))
+                batch.iter().try_for_each(|e| {
+                    self.outbox.finish(e.id, State::Failed, Some(&reason), now)?;
+                    self.outbox.finished(e, State::Failed);
+                    Ok(())
+                })
             }
         };
         if let Err(error) = recorded {

@@ -7,7 +7,7 @@ use crate::notify::Notification;
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// One outbox row.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,14 +95,20 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Entry> {
 pub struct Outbox {
     path: String,
     conn: Mutex<Connection>,
+    /// Told of every entry that leaves `pending` (a cluster replica confirms its notification log
+    /// entry to its peers then).
+    observer: std::sync::RwLock<Option<Observer>>,
 }
+
+/// Called with each entry that was delivered or failed for good.
+pub type Observer = Arc<dyn Fn(&Entry, State) + Send + Sync>;
 
 impl Outbox {
     /// Opens (creating when missing) the database at `path` and the outbox table in it.
     pub fn open(path: &Path) -> Result<Outbox, OutboxError> {
         let p = path.display().to_string();
         let conn = Connection::open(path).map_err(|source| OutboxError::Sqlite { path: p.clone(), source })?;
-        let outbox = Outbox { path: p, conn: Mutex::new(conn) };
+        let outbox = Outbox { path: p, conn: Mutex::new(conn), observer: Default::default() };
         outbox.with(|c| {
             // WAL lets the other tables' writers in the same file work beside the delivery workers.
             c.pragma_update(None, "journal_mode", "WAL")?;
@@ -195,6 +201,18 @@ impl Outbox {
             )
         })?;
         Ok(())
+    }
+
+    /// Calls `f` with every entry the delivery workers finish from now on.
+    pub fn observe(&self, f: Observer) {
+        *self.observer.write().unwrap_or_else(|e| e.into_inner()) = Some(f);
+    }
+
+    /// Tells the observer that `e` was finished as `state` (the workers call it after `finish`).
+    pub fn finished(&self, e: &Entry, state: State) {
+        if let Some(f) = self.observer.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            f(e, state);
+        }
     }
 
     /// Counts a failed attempt and sets when to try again.

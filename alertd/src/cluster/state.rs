@@ -11,7 +11,7 @@ use crate::nflog::{Entry, NotificationLog};
 use crate::silence::{Silence, Silences, StoreError, WireMatcher};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -47,13 +47,23 @@ struct WireEntry {
     firing: Vec<String>,
     resolved: Vec<String>,
     timestamp: i64,
+    /// Set while the notification is still in its sender's outbox: the replica that owes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pending: Option<String>,
 }
 
 /// One shared item.
 #[derive(Debug, Clone)]
 pub enum Item {
     Silence(Silence),
-    Log { group_key: String, recipient: String, entry: Entry },
+    /// A notification log entry. `pending` names the replica that enqueued the notification and
+    /// has not delivered it yet; None once delivered (or failed for good).
+    Log {
+        group_key: String,
+        recipient: String,
+        entry: Entry,
+        pending: Option<String>,
+    },
 }
 
 impl Item {
@@ -110,12 +120,13 @@ pub fn encode(item: &Item) -> (String, String) {
             };
             (silence_key(&s.id), serde_json::to_string(&w).unwrap_or_default())
         }
-        Item::Log { group_key, recipient, entry } => {
+        Item::Log { group_key, recipient, entry, pending } => {
             let w = WireEntry {
                 v: FORMAT_VERSION,
                 firing: fps(&entry.firing),
                 resolved: fps(&entry.resolved),
                 timestamp: entry.timestamp.0,
+                pending: pending.clone(),
             };
             (log_key(group_key, recipient), serde_json::to_string(&w).unwrap_or_default())
         }
@@ -156,7 +167,12 @@ pub fn decode(key: &str, value: &str) -> Result<Option<Item>, String> {
             resolved: parse_fps(&w.resolved).map_err(|e| format!("notification log {group_key}: {e}"))?,
             timestamp: Timestamp(w.timestamp),
         };
-        return Ok(Some(Item::Log { group_key: group_key.to_string(), recipient: recipient.to_string(), entry }));
+        return Ok(Some(Item::Log {
+            group_key: group_key.to_string(),
+            recipient: recipient.to_string(),
+            entry,
+            pending: w.pending,
+        }));
     }
     Ok(None)
 }
@@ -241,48 +257,131 @@ impl Silences for ReplicatedSilences {
     }
 }
 
-/// A notification log that publishes every entry it logs; `merge` takes a peer's.
+type LogKey = (String, String);
+
+/// A notification log shared with the cluster's other replicas.
+///
+/// An entry this replica logs is published at once as *pending* (owed by this replica): peers hold
+/// back their own notification while this replica is alive, however long its delivery retries take
+/// (no duplicate while a receiver is down). Once the outbox delivered it (or gave up) it is
+/// published again, *confirmed*. A peer's pending entry counts only while its owner is alive: when the
+/// owner dies with the notification undelivered, the next replica notifies instead — under the same
+/// idempotency key, since that comes from the confirmed entry before it.
 pub struct ReplicatedLog {
     inner: Arc<dyn NotificationLog>,
     out: Outgoing,
+    /// This replica's name, which its pending entries carry.
+    name: String,
+    /// Live replicas by name (this one included), kept by the cluster.
+    live: Mutex<std::collections::HashSet<String>>,
+    /// Peers' pending entries later than the confirmed one held, with their owners.
+    remote_pending: Mutex<HashMap<LogKey, (Entry, String)>>,
+    /// This replica's entries published as pending, until the outbox finishes them.
+    awaiting: Mutex<HashMap<LogKey, Entry>>,
 }
 
 impl ReplicatedLog {
-    pub fn new(inner: Arc<dyn NotificationLog>, out: Outgoing) -> Self {
-        ReplicatedLog { inner, out }
-    }
-
-    /// Applies a peer's entry when it is later than the one held. True when it did.
-    pub fn merge(&self, group_key: &str, recipient: &str, entry: Entry) -> bool {
-        if !entry_wins(&entry, self.inner.get(group_key, recipient).as_ref()) {
-            return false;
+    pub fn new(inner: Arc<dyn NotificationLog>, out: Outgoing, name: &str) -> Self {
+        ReplicatedLog {
+            inner,
+            out,
+            name: name.to_string(),
+            live: Mutex::new([name.to_string()].into()),
+            remote_pending: Default::default(),
+            awaiting: Default::default(),
         }
-        self.inner.log(group_key, recipient, entry);
-        true
     }
 
-    /// Every entry held, to publish at start.
+    /// Sets the replicas alive now.
+    pub fn set_live(&self, names: impl IntoIterator<Item = String>) {
+        let mut live = lock(&self.live);
+        live.clear();
+        live.extend(names);
+        live.insert(self.name.clone());
+    }
+
+    /// Applies a peer's entry. A confirmed entry later than the one held replaces it; a pending one is
+    /// kept aside (see the type's doc). True when the confirmed log changed.
+    pub fn merge(&self, group_key: &str, recipient: &str, entry: Entry, pending: Option<String>) -> bool {
+        let key = (group_key.to_string(), recipient.to_string());
+        let held = self.inner.get(group_key, recipient);
+        match pending {
+            Some(owner) if owner != self.name => {
+                if entry_wins(&entry, held.as_ref()) {
+                    let mut p = lock(&self.remote_pending);
+                    if entry_wins(&entry, p.get(&key).map(|(e, _)| e)) {
+                        p.insert(key, (entry, owner));
+                    }
+                }
+                false
+            }
+            // This replica's own pending entry, from before a restart: its outbox still holds it.
+            Some(_) => false,
+            None => {
+                let mut p = lock(&self.remote_pending);
+                if p.get(&key).is_some_and(|(e, _)| e.timestamp <= entry.timestamp) {
+                    p.remove(&key);
+                }
+                drop(p);
+                if !entry_wins(&entry, held.as_ref()) {
+                    return false;
+                }
+                self.inner.log(group_key, recipient, entry);
+                true
+            }
+        }
+    }
+
+    /// The outbox finished a notification of `group_key` to `recipient`: confirms the entry this
+    /// replica published as pending for it.
+    pub fn confirm(&self, group_key: &str, recipient: &str) {
+        let key = (group_key.to_string(), recipient.to_string());
+        if let Some(entry) = lock(&self.awaiting).remove(&key) {
+            self.out.push(Item::Log { group_key: key.0, recipient: key.1, entry, pending: None });
+        }
+    }
+
+    /// Every confirmed entry held, to publish at start.
     pub fn items(&self) -> Vec<Item> {
         self.inner
             .entries()
             .into_iter()
-            .map(|(group_key, recipient, entry)| Item::Log { group_key, recipient, entry })
+            .map(|(group_key, recipient, entry)| Item::Log { group_key, recipient, entry, pending: None })
             .collect()
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl NotificationLog for ReplicatedLog {
     fn get(&self, group_key: &str, recipient: &str) -> Option<Entry> {
-        self.inner.get(group_key, recipient)
+        let held = self.inner.get(group_key, recipient);
+        let key = (group_key.to_string(), recipient.to_string());
+        let pending = lock(&self.remote_pending).get(&key).cloned();
+        match pending {
+            Some((e, owner)) if lock(&self.live).contains(&owner) && entry_wins(&e, held.as_ref()) => Some(e),
+            _ => held,
+        }
     }
 
     fn log(&self, group_key: &str, recipient: &str, entry: Entry) {
         self.inner.log(group_key, recipient, entry.clone());
-        self.out.push(Item::Log { group_key: group_key.to_string(), recipient: recipient.to_string(), entry });
+        let key = (group_key.to_string(), recipient.to_string());
+        lock(&self.awaiting).insert(key, entry.clone());
+        self.out.push(Item::Log {
+            group_key: group_key.to_string(),
+            recipient: recipient.to_string(),
+            entry,
+            pending: Some(self.name.clone()),
+        });
     }
 
     fn gc(&self, now: Timestamp, retention: Duration) {
-        self.inner.gc(now, retention)
+        self.inner.gc(now, retention);
+        lock(&self.remote_pending).retain(|_, (e, _)| now - e.timestamp < retention);
+        lock(&self.awaiting).retain(|_, e| now - e.timestamp < retention);
     }
 
     fn entries(&self) -> Vec<(String, String, Entry)> {
@@ -326,6 +425,7 @@ mod tests {
                 group_key: "{}/{}:{host=\"n1\"}:incident=7".into(),
                 recipient: "team/webhook/0".into(),
                 entry: entry(9, &[3, 0xabc]),
+                pending: Some("r0".into()),
             },
         ];
         for item in items {
@@ -354,10 +454,10 @@ mod tests {
         let mut results = Vec::new();
         for order in orders {
             let s = ReplicatedSilences::new(Arc::new(MemSilences::default()), Outgoing::default());
-            let l = ReplicatedLog::new(Arc::new(MemLog::default()), Outgoing::default());
+            let l = ReplicatedLog::new(Arc::new(MemLog::default()), Outgoing::default(), "r1");
             for &i in &order {
                 s.merge(versions[i].clone()).unwrap();
-                l.merge("g", "r", entries[i].clone());
+                l.merge("g", "r", entries[i].clone(), None);
             }
             let held = s.list().pop().unwrap();
             results.push((held.updated_at, held.ends_at, l.get("g", "r").unwrap()));
@@ -377,15 +477,52 @@ mod tests {
     fn local_changes_are_published_and_merges_are_not() {
         let out = Outgoing::default();
         let s = ReplicatedSilences::new(Arc::new(MemSilences::default()), out.clone());
-        let l = ReplicatedLog::new(Arc::new(MemLog::default()), out.clone());
+        let l = ReplicatedLog::new(Arc::new(MemLog::default()), out.clone(), "r1");
         s.set(silence("a1", 1, 500)).unwrap();
         assert!(s.expire("a1", Timestamp(4)).unwrap());
         assert!(!s.expire("zz", Timestamp(4)).unwrap());
         l.log("g", "r", entry(5, &[1]));
         assert!(s.merge(silence("b2", 1, 50)).unwrap());
-        assert!(l.merge("g2", "r", entry(6, &[1])));
-        assert!(!l.merge("g2", "r", entry(5, &[1])));
+        assert!(l.merge("g2", "r", entry(6, &[1]), None));
+        assert!(!l.merge("g2", "r", entry(5, &[1]), None));
+        l.confirm("g", "r");
+        l.confirm("g", "r");
         let kinds: Vec<String> = out.take().iter().map(|i| format!("{}@{}", i.kind(), i.last_use().0)).collect();
-        assert_eq!(kinds, ["silence@500", "silence@4", "nflog@5"]);
+        assert_eq!(kinds, ["silence@500", "silence@4", "nflog@5", "nflog@5"]);
+    }
+
+    #[test]
+    fn a_peers_pending_entry_holds_back_only_while_its_owner_lives() {
+        let l = ReplicatedLog::new(Arc::new(MemLog::default()), Outgoing::default(), "r1");
+        l.merge("g", "r", entry(5, &[1]), None);
+        l.set_live(["r0".to_string()]);
+        // r0 enqueued a later notification and is still delivering it: it counts as sent here.
+        assert!(!l.merge("g", "r", entry(9, &[1, 2]), Some("r0".into())));
+        assert_eq!(l.get("g", "r"), Some(entry(9, &[1, 2])));
+        // r0 died before delivering: the confirmed entry before it is what counts.
+        l.set_live(Vec::new());
+        assert_eq!(l.get("g", "r"), Some(entry(5, &[1])));
+        // Its confirmation, when it comes, replaces both.
+        l.set_live(["r0".to_string()]);
+        assert!(l.merge("g", "r", entry(9, &[1, 2]), None));
+        l.set_live(Vec::new());
+        assert_eq!(l.get("g", "r"), Some(entry(9, &[1, 2])));
+    }
+
+    #[test]
+    fn a_local_entry_is_published_pending_then_confirmed() {
+        let out = Outgoing::default();
+        let l = ReplicatedLog::new(Arc::new(MemLog::default()), out.clone(), "r1");
+        l.log("g", "r", entry(5, &[1]));
+        l.confirm("g", "r");
+        let states: Vec<Option<String>> = out
+            .take()
+            .into_iter()
+            .map(|i| match i {
+                Item::Log { pending, .. } => pending,
+                Item::Silence(_) => panic!("a silence"),
+            })
+            .collect();
+        assert_eq!(states, [Some("r1".to_string()), None]);
     }
 }

@@ -61,7 +61,7 @@ fn config() -> crate::Config {
 async fn replica(t: &ChannelTransport, i: usize, n: usize, settle: Duration) -> Replica {
     let out = Outgoing::default();
     let silences = Arc::new(ReplicatedSilences::new(Arc::new(MemSilences::default()), out.clone()));
-    let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out.clone()));
+    let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out.clone(), &format!("r{i}")));
     replica_with(t, i, n, settle, silences, log, out).await
 }
 
@@ -164,6 +164,8 @@ async fn a_starting_replica_is_ready_only_once_it_merged_its_peers_state() {
                 timestamp: Timestamp(now_ms()),
             },
         );
+        // Delivered: the outbox confirms it.
+        b.log.confirm(&format!("group-{i}"), "team/webhook/0");
     }
     until("a and b hold each other's state", Duration::from_secs(10), || {
         a.log.entries().len() == 300 && b.silences.list().len() == 300
@@ -245,6 +247,8 @@ async fn a_partition_heals_by_itself_and_the_logs_merge() {
     let later = now_ms() + 1;
     rs[0].log.log("g", "team/webhook/0", entry(later - 1));
     rs[1].log.log("g", "team/webhook/0", entry(later));
+    rs[0].log.confirm("g", "team/webhook/0");
+    rs[1].log.confirm("g", "team/webhook/0");
     rs[0].silences.set(silence("minority")).unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!has(&rs[1], "minority", false), "nothing crosses the partition");

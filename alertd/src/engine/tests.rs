@@ -163,17 +163,17 @@ fn reload_keeps_an_update_waiting_for_update_interval() {
 
 // === replicas of a cluster, simulated: two engines, their notification logs merged by hand ===
 
-/// Two replicas receive the same alerts (at slightly different times); the first notifies at once,
-/// the second waits its position (`peer_wait`) and finds the first's notification in the merged log:
-/// one notification. When the first is gone, the second notifies after its wait, and its message
-/// carries the same group key and idempotency key the first's would have.
+/// Two replicas receive the same alerts (at slightly different times); the first notifies at once and
+/// publishes its log entry as pending; the second waits its position (`peer_wait`) and, the first
+/// being alive, holds back: one notification. When the first dies with a notification undelivered,
+/// the second notifies after its wait, under the same group key and idempotency key.
 #[test]
 fn replicas_notify_once_by_position_and_the_next_takes_over_with_the_same_key() {
     use crate::cluster::state::{Item, Outgoing, ReplicatedLog};
-    let replica = |wait: u64| {
+    let replica = |name: &str, wait: u64| {
         let rec = Arc::new(Recorder::default());
         let out = Outgoing::default();
-        let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out.clone()));
+        let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out.clone(), name));
         let mut e = Engine::new(correlated("10m"), Arc::new(MemSilences::default()), log.clone(), rec.clone());
         e.join_cluster();
         e.set_peer_wait(Duration::from_secs(wait));
@@ -182,53 +182,46 @@ fn replicas_notify_once_by_position_and_the_next_takes_over_with_the_same_key() 
     // What gossip does: each replica's published entries merged into the other's log.
     let gossip = |from: &Outgoing, to: &ReplicatedLog| {
         for item in from.take() {
-            if let Item::Log { group_key, recipient, entry } = item {
-                to.merge(&group_key, &recipient, entry);
+            if let Item::Log { group_key, recipient, entry, pending } = item {
+                to.merge(&group_key, &recipient, entry, pending);
             }
         }
     };
-    let (mut a, rec_a, log_a, out_a) = replica(0);
-    let (mut b, rec_b, log_b, out_b) = replica(15);
+    let (mut a, rec_a, log_a, out_a) = replica("a", 0);
+    let (mut b, rec_b, log_b, out_b) = replica("b", 15);
+    log_b.set_live(["a".to_string()]);
     let mut alert = host_alert("h1");
     alert.starts_at = Some(at(0));
     a.post(at(0), vec![alert.clone()]).unwrap();
     b.post(at(1), vec![alert.clone()]).unwrap();
     a.advance(at(30));
-    assert_eq!(rec_a.take().len(), 1);
+    let first = rec_a.take();
+    assert_eq!(first.len(), 1);
+    // a's entry reaches b while a is still delivering it (pending).
     gossip(&out_a, &log_b);
     b.advance(at(60));
-    assert!(rec_b.take().is_empty(), "the second replica found the first's notification");
+    assert!(rec_b.take().is_empty(), "the second replica held back for the first's pending notification");
+    log_a.confirm(&first[0].message.group_key, &first[0].integration);
+    gossip(&out_a, &log_b);
     gossip(&out_b, &log_a);
 
-    // A second host's alert; the first replica is gone before its group flushes.
+    // A second host's alert: a notifies, then dies before delivering it.
     let mut second = host_alert("h2");
     second.starts_at = Some(at(100));
-    let mut lone = replica(0).0;
-    lone.post(at(100), vec![second.clone()]).unwrap();
+    a.post(at(100), vec![second.clone()]).unwrap();
     b.post(at(100), vec![second]).unwrap();
+    a.advance(at(130));
+    let owed = rec_a.take();
+    assert_eq!(owed.len(), 1);
+    gossip(&out_a, &log_b);
+    log_b.set_live(Vec::new());
     b.advance(at(130));
     assert!(rec_b.take().is_empty(), "still waiting its position");
     b.advance(at(145));
     let sent = rec_b.take();
     assert_eq!(sent.len(), 1, "the second replica took over");
-    // The first would have sent the same message key: same group key (incident numbered by
-    // content) and the same previous notification.
-    let (lone_rec, _) = (Arc::new(Recorder::default()), ());
-    let mut lone = {
-        let out = Outgoing::default();
-        let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out));
-        let mut e = Engine::new(correlated("10m"), Arc::new(MemSilences::default()), log, lone_rec.clone());
-        e.join_cluster();
-        e
-    };
-    let mut again = host_alert("h2");
-    again.starts_at = Some(at(100));
-    lone.post(at(100), vec![again]).unwrap();
-    lone.advance(at(130));
-    let would = lone_rec.take();
-    assert_eq!(would.len(), 1);
-    assert_eq!(crate::outbox::idempotency_key(&would[0]), crate::outbox::idempotency_key(&sent[0]));
-    assert_eq!(would[0].message.group_key, sent[0].message.group_key);
+    assert_eq!(crate::outbox::idempotency_key(&owed[0]), crate::outbox::idempotency_key(&sent[0]));
+    assert_eq!(owed[0].message.group_key, sent[0].message.group_key);
 }
 
 /// Incident numbers come from the incident's first alert, so replicas that receive it at different
