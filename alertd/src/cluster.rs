@@ -247,9 +247,9 @@ impl Cluster {
             extra_liveness_predicate: None,
         };
         // Everything this replica held before it started (its own SQLite copy) is published at once.
-        let mut initial: Vec<(String, String)> = parts.silences.items().iter().map(state::encode).collect();
-        initial.extend(parts.log.items().iter().map(state::encode));
-        initial.extend(parts.outgoing.take().iter().map(state::encode));
+        let mut initial: Vec<(String, String)> = parts.silences.items().iter().flat_map(state::encode).collect();
+        initial.extend(parts.log.items().iter().flat_map(state::encode));
+        initial.extend(parts.outgoing.take().iter().flat_map(state::encode));
         let handle = chitchat::spawn_chitchat(config, initial, transport).await?;
         let view = View(Arc::new(Mutex::new(Snapshot {
             cluster: s.cluster.clone(),
@@ -310,8 +310,7 @@ impl Round {
             let mut cc = chitchat.lock().await;
             let me = cc.self_chitchat_id().clone();
             for item in self.parts.outgoing.take() {
-                let (k, v) = state::encode(&item);
-                cc.self_node_state().set(k, v);
+                publish(&mut cc, &item);
             }
             if self.last_gc.elapsed() >= GC_EVERY {
                 self.last_gc = Instant::now();
@@ -328,12 +327,19 @@ impl Round {
                     // The peer's state was reset (gossip garbage-collected it): read all of it again.
                     seen = 0;
                 }
+                let mut next_seen = node.max_version();
                 for (key, v) in node.key_values_including_deleted() {
-                    if v.version > seen && matches!(v.status, DeletionStatus::Set) {
-                        incoming.push((key.to_string(), v.value.clone()));
+                    if v.version > seen && matches!(v.status, DeletionStatus::Set) && !state::is_part(key) {
+                        // A large log entry is read with its parts, from the same member.
+                        let decoded = state::decode(key, &v.value, |p| node.get(p).map(str::to_string));
+                        if matches!(decoded, Ok(None)) && key.starts_with(state::NFLOG_PREFIX) {
+                            // Its parts have not all arrived: read it again next round.
+                            next_seen = next_seen.min(v.version - 1);
+                        }
+                        incoming.push(decoded);
                     }
                 }
-                self.seen.insert(id.clone(), node.max_version());
+                self.seen.insert(id.clone(), next_seen);
                 heard.push((id.clone(), node.max_version()));
             }
             let live: Vec<ChitchatId> = cc.live_nodes().cloned().collect();
@@ -343,18 +349,17 @@ impl Round {
         if !republish.is_empty() {
             let mut cc = chitchat.lock().await;
             for item in republish {
-                let (k, v) = state::encode(&item);
-                cc.self_node_state().set(k, v);
+                publish(&mut cc, &item);
             }
         }
         self.place(live, heard);
     }
 
     /// Merges peers' items; returns those that changed this replica's state, to publish as its own.
-    fn merge(&mut self, incoming: Vec<(String, String)>) -> Vec<Item> {
+    fn merge(&mut self, incoming: Vec<Result<Option<Item>, String>>) -> Vec<Item> {
         let mut changed = Vec::new();
-        for (key, value) in incoming {
-            let item = match state::decode(&key, &value) {
+        for decoded in incoming {
+            let item = match decoded {
                 Ok(Some(item)) => item,
                 Ok(None) => continue,
                 Err(error) => {
@@ -387,10 +392,14 @@ impl Round {
     /// Deletes this replica's keys of items past their retention.
     fn gc(&self, cc: &mut Chitchat) {
         let cutoff = Timestamp(now_ms()) - NFLOG_RETENTION;
-        let old: Vec<String> = cc
-            .self_node_state()
+        let node = cc.self_node_state();
+        let last_use = |k: &str, v: &str| match state::is_part(k) {
+            true => state::part_timestamp(v),
+            false => state::decode(k, v, |p| node.get(p).map(str::to_string)).ok().flatten().map(|i| i.last_use()),
+        };
+        let old: Vec<String> = node
             .key_values()
-            .filter(|(k, v)| matches!(state::decode(k, v), Ok(Some(item)) if item.last_use() < cutoff))
+            .filter(|(k, v)| last_use(k, v).is_some_and(|t| t < cutoff))
             .map(|(k, _)| k.to_string())
             .collect();
         for k in old {
@@ -458,6 +467,37 @@ impl Round {
         });
     }
 }
+
+/// Writes `item` into this replica's gossip state, and deletes the parts of a larger earlier version
+/// of a log entry that this one no longer has.
+fn publish(cc: &mut Chitchat, item: &Item) {
+    let kvs = state::encode(item);
+    let node = cc.self_node_state();
+    if let (Item::Log { .. }, Some((key, _))) = (item, kvs.last()) {
+        let parts = kvs.len() - 1;
+        let prefix = state::part_key(key, 0);
+        let prefix = &prefix[..prefix.len() - 1];
+        let stale: Vec<String> = node
+            .iter_prefix(prefix)
+            .filter(|(k, _)| k[prefix.len()..].parse::<usize>().is_ok_and(|i| i >= parts))
+            .map(|(k, _)| k.to_string())
+            .collect();
+        for k in stale {
+            node.delete(&k);
+        }
+    }
+    for (k, v) in kvs {
+        if k.len() + v.len() > MAX_VALUE_BYTES {
+            // It could never be gossiped, and would hold back every later change of this replica.
+            tracing::error!(key = %k.chars().take(80).collect::<String>(), bytes = v.len(), "Cluster item too large to share; kept on this replica only");
+            continue;
+        }
+        node.set(k, v);
+    }
+}
+
+/// The largest key-value a replica shares: one must fit a gossip datagram with room to spare.
+const MAX_VALUE_BYTES: usize = 56 * 1024;
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)

@@ -26,6 +26,11 @@ pub const SILENCE_PREFIX: &str = "s/";
 pub const NFLOG_PREFIX: &str = "n/";
 /// Separates group key and recipient in a log key (neither holds control characters).
 const SEP: char = '\u{1f}';
+/// Separates a log key from the number of one of its parts (`PART_SEP` then the index).
+const PART_SEP: char = '\u{1e}';
+/// Fingerprints one value carries at most. A gossip value must fit one datagram; a group of a
+/// fleet-wide alert can hold thousands of alerts, so its entry is split into parts of this many.
+pub const FINGERPRINTS_PER_VALUE: usize = 2_000;
 
 #[derive(Serialize, Deserialize)]
 struct WireSilence {
@@ -44,12 +49,33 @@ struct WireSilence {
 #[derive(Serialize, Deserialize)]
 struct WireEntry {
     v: u32,
+    #[serde(default)]
     firing: Vec<String>,
+    #[serde(default)]
     resolved: Vec<String>,
     timestamp: i64,
+    /// For an entry too large for one value: how many parts hold its fingerprints (firing ones
+    /// first, then `resolved_count` resolved ones); `firing` and `resolved` are then empty.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    parts: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    resolved_count: usize,
     /// Set while the notification is still in its sender's outbox: the replica that owes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pending: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One part of a large log entry (`n/<group key>\x1f<recipient>\x1e<index>`).
+#[derive(Serialize, Deserialize)]
+struct WirePart {
+    v: u32,
+    /// The entry's timestamp: a part of another version of the entry does not count.
+    timestamp: i64,
+    fps: Vec<String>,
 }
 
 /// One shared item.
@@ -103,8 +129,10 @@ fn parse_fps(v: &[String]) -> Result<BTreeSet<Fingerprint>, String> {
         .collect()
 }
 
-/// The key and value that publish `item`.
-pub fn encode(item: &Item) -> (String, String) {
+/// The key-values that publish `item`, in the order to write them: a large log entry's parts come
+/// before the entry itself, so a peer that reads the entry already has its parts (gossip delivers
+/// a member's key-values in the order they were written).
+pub fn encode(item: &Item) -> Vec<(String, String)> {
     match item {
         Item::Silence(s) => {
             let w = WireSilence {
@@ -118,24 +146,58 @@ pub fn encode(item: &Item) -> (String, String) {
                 comment: s.comment.clone(),
                 until_resolved: s.until_resolved,
             };
-            (silence_key(&s.id), serde_json::to_string(&w).unwrap_or_default())
+            vec![(silence_key(&s.id), serde_json::to_string(&w).unwrap_or_default())]
         }
         Item::Log { group_key, recipient, entry, pending } => {
-            let w = WireEntry {
+            let key = log_key(group_key, recipient);
+            let mut w = WireEntry {
                 v: FORMAT_VERSION,
                 firing: fps(&entry.firing),
                 resolved: fps(&entry.resolved),
                 timestamp: entry.timestamp.0,
+                parts: 0,
+                resolved_count: 0,
                 pending: pending.clone(),
             };
-            (log_key(group_key, recipient), serde_json::to_string(&w).unwrap_or_default())
+            let mut out = Vec::new();
+            if w.firing.len() + w.resolved.len() > FINGERPRINTS_PER_VALUE {
+                w.resolved_count = w.resolved.len();
+                let all: Vec<String> =
+                    std::mem::take(&mut w.firing).into_iter().chain(std::mem::take(&mut w.resolved)).collect();
+                for (i, chunk) in all.chunks(FINGERPRINTS_PER_VALUE).enumerate() {
+                    let part = WirePart { v: FORMAT_VERSION, timestamp: entry.timestamp.0, fps: chunk.to_vec() };
+                    out.push((part_key(&key, i), serde_json::to_string(&part).unwrap_or_default()));
+                }
+                w.parts = out.len();
+            }
+            out.push((key, serde_json::to_string(&w).unwrap_or_default()));
+            out
         }
     }
 }
 
-/// The item a key-value publishes. `Ok(None)` for keys of other kinds (membership, future items);
-/// an error names what is wrong with a key this alertd should read.
-pub fn decode(key: &str, value: &str) -> Result<Option<Item>, String> {
+/// The key of part `i` of the log entry at `key`.
+pub fn part_key(key: &str, i: usize) -> String {
+    format!("{key}{PART_SEP}{i}")
+}
+
+/// Whether `key` is a part of a log entry (read through its entry, not on its own).
+pub fn is_part(key: &str) -> bool {
+    key.starts_with(NFLOG_PREFIX) && key.contains(PART_SEP)
+}
+
+/// The timestamp a part carries, for garbage collection.
+pub fn part_timestamp(value: &str) -> Option<Timestamp> {
+    serde_json::from_str::<WirePart>(value).ok().map(|p| Timestamp(p.timestamp))
+}
+
+/// The item a key-value publishes. `Ok(None)` for keys of other kinds (membership, future items,
+/// parts) and for a large entry whose parts `part` (the same member's value of a key) does not
+/// hold yet; an error names what is wrong with a key this alertd should read.
+pub fn decode(key: &str, value: &str, part: impl Fn(&str) -> Option<String>) -> Result<Option<Item>, String> {
+    if is_part(key) {
+        return Ok(None);
+    }
     if let Some(id) = key.strip_prefix(SILENCE_PREFIX) {
         let w: WireSilence = serde_json::from_str(value).map_err(|e| format!("silence {id}: {e}"))?;
         if w.id != id {
@@ -161,7 +223,22 @@ pub fn decode(key: &str, value: &str) -> Result<Option<Item>, String> {
     if let Some(rest) = key.strip_prefix(NFLOG_PREFIX) {
         let (group_key, recipient) =
             rest.split_once(SEP).ok_or_else(|| format!("notification log key {rest:?}: no recipient"))?;
-        let w: WireEntry = serde_json::from_str(value).map_err(|e| format!("notification log {group_key}: {e}"))?;
+        let mut w: WireEntry = serde_json::from_str(value).map_err(|e| format!("notification log {group_key}: {e}"))?;
+        if w.parts > 0 {
+            let mut all = Vec::new();
+            for i in 0..w.parts {
+                let Some(text) = part(&part_key(key, i)) else { return Ok(None) };
+                let p: WirePart =
+                    serde_json::from_str(&text).map_err(|e| format!("notification log {group_key} part {i}: {e}"))?;
+                if p.timestamp != w.timestamp {
+                    return Ok(None);
+                }
+                all.extend(p.fps);
+            }
+            let split = all.len().saturating_sub(w.resolved_count);
+            w.resolved = all.split_off(split);
+            w.firing = all;
+        }
         let entry = Entry {
             firing: parse_fps(&w.firing).map_err(|e| format!("notification log {group_key}: {e}"))?,
             resolved: parse_fps(&w.resolved).map_err(|e| format!("notification log {group_key}: {e}"))?,
@@ -429,20 +506,52 @@ mod tests {
             },
         ];
         for item in items {
-            let (k, v) = encode(&item);
-            let back = decode(&k, &v).unwrap().unwrap();
-            assert_eq!(encode(&back), (k, v));
+            let kvs = encode(&item);
+            assert_eq!(kvs.len(), 1);
+            let (k, v) = &kvs[0];
+            let back = decode(k, v, |_| None).unwrap().unwrap();
+            assert_eq!(encode(&back), kvs);
         }
-        assert!(decode("membership", "x").unwrap().is_none());
-        let e = decode("s/a1", "{\"v\":1}").unwrap_err();
+        assert!(decode("membership", "x", |_| None).unwrap().is_none());
+        let e = decode("s/a1", "{\"v\":1}", |_| None).unwrap_err();
         assert!(e.starts_with("silence a1: missing field"), "{e}");
-        assert_eq!(decode("n/nokey", "{}").unwrap_err(), "notification log key \"nokey\": no recipient");
+        assert_eq!(decode("n/nokey", "{}", |_| None).unwrap_err(), "notification log key \"nokey\": no recipient");
     }
 
     #[test]
     fn a_newer_format_with_added_fields_is_read() {
         let v = r#"{"v":2,"id":"a1","matchers":[],"starts_at":0,"ends_at":9,"updated_at":1,"created_by":"x","comment":"","until_resolved":false,"owner":"team"}"#;
-        assert!(matches!(decode("s/a1", v), Ok(Some(Item::Silence(_)))));
+        assert!(matches!(decode("s/a1", v, |_| None), Ok(Some(Item::Silence(_)))));
+    }
+
+    #[test]
+    fn a_large_entry_travels_in_parts_that_must_all_match_it() {
+        let n = 2 * FINGERPRINTS_PER_VALUE + 7;
+        let firing: Vec<u64> = (0..n as u64).collect();
+        let mut e = entry(9, &firing);
+        e.resolved = (n as u64..n as u64 + 10).map(Fingerprint).collect();
+        let item = Item::Log { group_key: "g".into(), recipient: "r".into(), entry: e.clone(), pending: None };
+        let kvs = encode(&item);
+        assert_eq!(kvs.len(), 4, "three parts, then the entry");
+        assert!(kvs[..3].iter().all(|(k, _)| is_part(k)) && !is_part(&kvs[3].0));
+        assert!(kvs.iter().all(|(_, v)| v.len() < 48 * 1024), "every value fits a datagram");
+        let map: HashMap<String, String> = kvs.iter().cloned().collect();
+        let (k, v) = &kvs[3];
+        match decode(k, v, |p| map.get(p).cloned()).unwrap() {
+            Some(Item::Log { entry, .. }) => assert_eq!(entry, e),
+            other => panic!("{other:?}"),
+        }
+        // A missing part, or a part of another version of the entry: not readable yet.
+        assert!(decode(k, v, |p| map.get(p).filter(|_| !p.ends_with("\u{1e}1")).cloned()).unwrap().is_none());
+        let older = encode(&Item::Log {
+            group_key: "g".into(),
+            recipient: "r".into(),
+            entry: entry(8, &firing),
+            pending: None,
+        });
+        let stale: HashMap<String, String> = older.into_iter().collect();
+        assert!(decode(k, v, |p| stale.get(p).cloned()).unwrap().is_none());
+        assert_eq!(part_timestamp(&map[&part_key(k, 0)]), Some(Timestamp(9)));
     }
 
     #[test]

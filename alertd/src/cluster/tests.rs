@@ -264,3 +264,33 @@ async fn a_partition_heals_by_itself_and_the_logs_merge() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_entry_of_a_group_of_thousands_of_alerts_reaches_the_peers_whole() {
+    // The largest UDP payload, as on the wire: a value over it could never be gossiped.
+    let t = ChannelTransport::with_mtu(65_507);
+    let (a, b) = (replica(&t, 0, 2, PEER_TIMEOUT).await, replica(&t, 1, 2, PEER_TIMEOUT).await);
+    let big = crate::nflog::Entry {
+        firing: (0..16_000).map(crate::Fingerprint).collect(),
+        resolved: (16_000..16_500).map(crate::Fingerprint).collect(),
+        timestamp: Timestamp(now_ms()),
+    };
+    a.log.log("fleet-wide", "team/webhook/0", big.clone());
+    a.log.confirm("fleet-wide", "team/webhook/0");
+    until("the entry on b", Duration::from_secs(10), || {
+        b.log.get("fleet-wide", "team/webhook/0").as_ref() == Some(&big)
+    })
+    .await;
+    // A smaller later entry replaces it, and its extra parts are deleted.
+    let small = crate::nflog::Entry {
+        firing: (0..10).map(crate::Fingerprint).collect(),
+        resolved: Default::default(),
+        timestamp: Timestamp(now_ms() + 1),
+    };
+    a.log.log("fleet-wide", "team/webhook/0", small.clone());
+    a.log.confirm("fleet-wide", "team/webhook/0");
+    until("the smaller entry on b", Duration::from_secs(10), || {
+        b.log.get("fleet-wide", "team/webhook/0").as_ref() == Some(&small)
+    })
+    .await;
+}
