@@ -163,7 +163,14 @@ impl Engine {
 
     /// Takes in alerts received at `now`. Call `advance(now)` first, so timers due earlier fire
     /// before the new alerts are seen, and after, for groups that flush at once.
-    pub fn ingest(&mut self, now: Timestamp, alerts: Vec<Alert>) {
+    pub fn ingest(&mut self, now: Timestamp, mut alerts: Vec<Alert>) {
+        if self.clustered {
+            // An incident is numbered by the alert that opens it: of a batch, the one that began
+            // first. A replica that restarts receives the firing alerts again in one batch and so
+            // opens the incident its peers opened, with the same number, when its first alert is
+            // still firing.
+            alerts.sort_by_key(|a| (a.starts_at, a.fingerprint()));
+        }
         for a in alerts {
             let put = self.store.put(a, now);
             if let Some(f) = &mut self.flap {

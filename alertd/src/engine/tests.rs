@@ -245,3 +245,36 @@ fn replicas_number_an_incident_alike() {
     assert_ne!(ids(0, true), [1]);
     assert_eq!(ids(0, false), [1]);
 }
+
+/// A replica that restarts gets the firing alerts again in one batch, in any order: the incident it
+/// opens is numbered by the alert that began first, as its peers numbered it.
+#[test]
+fn a_restarted_replica_numbers_the_incident_by_its_first_alert() {
+    let first_seen = |order: &[&str]| {
+        let rec = Arc::new(Recorder::default());
+        let mut e =
+            Engine::new(correlated("10m"), Arc::new(MemSilences::default()), Arc::new(MemLog::default()), rec.clone());
+        e.join_cluster();
+        let batch: Vec<PostableAlert> = order
+            .iter()
+            .map(|name| {
+                let mut a = host_alert("h1");
+                a.labels.insert("alertname".into(), name.to_string());
+                a.starts_at = Some(at(if *name == "Early" { 0 } else { 50 }));
+                a
+            })
+            .collect();
+        e.post(at(100), batch).unwrap();
+        e.advance(at(200));
+        incident_ids(&rec)
+    };
+    let ids = first_seen(&["Late", "Early"]);
+    assert_eq!(ids, first_seen(&["Early", "Late"]));
+    assert_eq!(ids[0], crate::incident::content_id(fingerprint_of("Early"), at(0)));
+}
+
+fn fingerprint_of(name: &str) -> crate::alert::Fingerprint {
+    let mut a = host_alert("h1");
+    a.labels.insert("alertname".into(), name.to_string());
+    a.into_alert(at(0), Duration::from_secs(300)).unwrap().fingerprint()
+}
