@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""alertd's cluster against Alertmanager 0.25's own cluster under failures (issue 27, failover bench).
+
+usage: python3 bench/alertd_failover.py [--shared ../shared] [--minutes 42] [--speed 30]
+           [--kill-every 120] [--argus-bin target/release/argus] [--work-dir /tmp/argus-failover]
+
+1. Builds the storm with make_storm.py over the shared SMD machines (or reuses --storm FILE).
+2. Starts on loopback, in the same run: three Alertmanager replicas as one cluster (`--cluster.peer`),
+   one lone Alertmanager, three `argus serve --role alertd` replicas as one cluster (`[alertd.cluster]`)
+   and one lone alertd. Alertmanager: group_by [host], 30s / 5m / 4h, send_resolved false; alertd:
+   config/alertd.yml as shipped (incident correlation on). Every duration of both configurations is
+   divided by --speed; both clusters get the same `peer_timeout` (--peer-timeout, not scaled), and
+   gossip runs at each one's default interval. One webhook receiver (this script) records them all.
+3. Replays the storm from its start in accelerated real time (stream second s at wall W0 + s / speed,
+   startsAt/endsAt rewritten the same way) to every server, each server fed by its own sender
+   thread with a 2 s timeout (a stopped server makes its own queue wait, as Prometheus' notifier does).
+4. Every --kill-every wall seconds one replica index is drawn (seeded) and that replica of both
+   clusters is killed with SIGKILL and restarted 5 s later on its data directory; for the alertd one,
+   `/-/ready` is polled from the restart and the first ready answer is recorded (it must say it
+   merged, or that the settle timeout passed). Once, a replica of both clusters is isolated with
+   SIGSTOP for 120 s, then resumed.
+5. Scores each cluster against its lone twin:
+   - lost: alerts (by labels) that the lone server notified firing and the cluster never did;
+   - duplicates: a POST for the same group and the same set of firing alerts as one already posted
+     by that system less than half the repeat interval before (later ones are repeats it was asked to
+     send); as a share of the system's notifications.
+   Writes summary.json and summary.md in --work-dir.
+
+Python 3 standard library only.
+"""
+import argparse, collections, json, os, queue, random, signal, subprocess, sys, threading, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import storm_vs_alertmanager as svm  # noqa: E402  (shared helpers: times, durations, receiver)
+
+SECRET = "failover bench cluster secret, 42 chars"
+
+
+def spawn(cmd, log_path):
+    return subprocess.Popen(cmd, stdout=open(log_path, "a"), stderr=subprocess.STDOUT)
+
+
+def cpu_seconds(pid):
+    """utime + stime of a live process, from /proc."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class Server:
+    """One server process that can be killed, restarted, stopped and resumed; `cpu` adds up the CPU
+    seconds of every process it ran."""
+
+    def __init__(self, name, cmd, port, ready_paths, log_path):
+        self.name, self.cmd, self.port, self.paths, self.log_path = name, cmd, port, ready_paths, log_path
+        self.cpu = 0.0
+        self.proc = spawn(cmd, log_path)
+
+    def wait_ready(self, timeout=60):
+        svm.wait_ready(self.port, self.paths, self.proc, timeout)
+
+    def kill(self):
+        self.cpu += cpu_seconds(self.proc.pid)
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def restart(self):
+        self.proc = spawn(self.cmd, self.log_path)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+
+    def end(self):
+        if self.proc.poll() is None:
+            self.cpu += cpu_seconds(self.proc.pid)
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def am_servers(work, speed, rport, am_bin, peer_timeout, replicas):
+    f = lambda s: svm.fmt_ms(svm.dur_ms(s) / speed)
+    out = []
+    gossip = [svm.free_port() for _ in range(replicas)]
+    for i in range(replicas):
+        name = f"am{i}" if replicas > 1 else "am-lone"
+        d = os.path.join(work, name)
+        os.makedirs(d, exist_ok=True)
+        path = "am" if replicas > 1 else "am-lone"
+        cfg = (f"global:\n  resolve_timeout: {f('5m')}\nroute:\n  receiver: hook\n  group_by: [host]\n"
+               f"  group_wait: {f('30s')}\n  group_interval: {f('5m')}\n  repeat_interval: {f('4h')}\n"
+               f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{rport}/{path}\n"
+               f"        send_resolved: false\n")
+        open(os.path.join(d, "alertmanager.yml"), "w").write(cfg)
+        port = svm.free_port()
+        cmd = [am_bin, "--config.file=" + os.path.join(d, "alertmanager.yml"), "--storage.path=" + os.path.join(d, "data"),
+               f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]
+        if replicas > 1:
+            cmd += [f"--cluster.listen-address=127.0.0.1:{gossip[i]}", f"--cluster.peer-timeout={peer_timeout:g}s"]
+            cmd += [f"--cluster.peer=127.0.0.1:{gossip[j]}" for j in range(replicas) if j != i]
+        else:
+            cmd += ["--cluster.listen-address="]
+        out.append(Server(name, cmd, port, ["/-/ready"], os.path.join(d, "log")))
+    return out
+
+
+def alertd_servers(work, speed, rport, argus_bin, alertd_yml, peer_timeout, replicas):
+    text, _ = svm.scale_yaml(open(alertd_yml).read(), speed)
+    path = "alertd" if replicas > 1 else "alertd-lone"
+    text = svm.re.sub(r"url:\s*http://127\.0\.0\.1:\d+/\S*", f"url: http://127.0.0.1:{rport}/{path}", text)
+    gossip = [svm.free_port() for _ in range(replicas)]
+    out = []
+    for i in range(replicas):
+        name = f"alertd{i}" if replicas > 1 else "alertd-lone"
+        d = os.path.join(work, name)
+        os.makedirs(d, exist_ok=True)
+        open(os.path.join(d, "alertd.yml"), "w").write(text)
+        port = svm.free_port()
+        toml = f'[server]\nlisten = "127.0.0.1:{port}"\n[alertd]\nconfig_file = "{d}/alertd.yml"\n'
+        if replicas > 1:
+            peers = ", ".join(f'"127.0.0.1:{gossip[j]}"' for j in range(replicas) if j != i)
+            toml += (f'[alertd.cluster]\nlisten = "127.0.0.1:{gossip[i]}"\npeers = [{peers}]\nname = "r{i}"\n'
+                     f'peer_timeout = "{peer_timeout:g}s"\nsettle_timeout = "10s"\nsecret = "{SECRET}"\n')
+        open(os.path.join(d, "argus.toml"), "w").write(toml)
+        cmd = [argus_bin, "serve", "--config", os.path.join(d, "argus.toml"), "--role", "alertd", "--no-collector",
+               "--data-dir", os.path.join(d, "data")]
+        out.append(Server(name, cmd, port, ["/-/ready"], os.path.join(d, "log")))
+    return out
+
+
+class Sender(threading.Thread):
+    """Posts every body it is given to one server, in order, with a short timeout."""
+
+    def __init__(self, server):
+        super().__init__(daemon=True)
+        self.server, self.q, self.conn = server, queue.Queue(), [None]
+        self.status = collections.Counter()
+
+    def run(self):
+        while True:
+            body = self.q.get()
+            if body is None:
+                return
+            st = -1
+            try:
+                c = svm.http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=2)
+                c.request("POST", "/api/v2/alerts", body=body, headers={"Content-Type": "application/json"})
+                r = c.getresponse(); r.read(); st = r.status
+                c.close()
+            except (OSError, svm.http.client.HTTPException):
+                pass
+            self.status[st] += 1
+
+
+def first_ready(server, timeout=60):
+    """Polls /-/ready from now: the body of its first 200, or None."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            c = svm.http.client.HTTPConnection("127.0.0.1", server.port, timeout=1)
+            c.request("GET", "/-/ready")
+            r = c.getresponse(); body = r.read().decode()
+            if r.status == 200:
+                return body.strip()
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return None
+
+
+def notifications(got, path):
+    out = []
+    for w, p, body in got:
+        if p != "/" + path:
+            continue
+        payload = json.loads(body)
+        firing = frozenset(tuple(sorted(a.get("labels", {}).items())) for a in payload.get("alerts", [])
+                           if a.get("status") == "firing")
+        out.append((w, payload.get("groupKey", ""), firing))
+    return out
+
+
+def score(cluster, lone, repeat_s):
+    dup = 0
+    last = {}
+    for w, g, f in sorted(cluster):
+        k = (g, f)
+        if k in last and w - last[k] < repeat_s / 2:
+            dup += 1
+        last[k] = w
+    alerts = lambda ns: {a for _, _, f in ns for a in f}
+    lost = alerts(lone) - alerts(cluster)
+    return {"notifications": len(cluster), "duplicates": dup,
+            "duplicate_share": round(dup / max(1, len(cluster)), 5),
+            "lone_notifications": len(lone), "alerts_notified": len(alerts(cluster)),
+            "lone_alerts_notified": len(alerts(lone)), "lost_alerts": len(lost),
+            "lost_examples": [dict(a) for a in list(lost)[:5]]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared"))
+    ap.add_argument("--storm")
+    ap.add_argument("--minutes", type=float, default=42, help="wall minutes of replay")
+    ap.add_argument("--speed", type=float, default=30)
+    ap.add_argument("--kill-every", type=float, default=120, help="wall seconds between kills (0: none)")
+    ap.add_argument("--isolate-at", type=float, default=0.5,
+                    help="share of the run at which one replica is stopped for 120 s (negative: never)")
+    ap.add_argument("--peer-timeout", type=float, default=2, help="seconds, both clusters (not scaled)")
+    ap.add_argument("--tail", type=float, default=60, help="wall seconds after the last post")
+    ap.add_argument("--seed", type=int, default=27)
+    ap.add_argument("--argus-bin", default=os.path.join(ROOT, "target", "release", "argus"))
+    ap.add_argument("--am-bin", default=svm.shutil.which("prometheus-alertmanager") or "prometheus-alertmanager")
+    ap.add_argument("--alertd-config", default=os.path.join(ROOT, "config", "alertd.yml"))
+    ap.add_argument("--work-dir", default="/tmp/argus-failover")
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    svm.shutil.rmtree(a.work_dir, ignore_errors=True)
+    os.makedirs(a.work_dir)
+    dirs = sorted(svm.glob.glob(os.path.join(a.shared, "data", "smd", "machine-*")))
+    storm = a.storm or os.path.join(a.work_dir, "storm.jsonl")
+    if not a.storm:
+        subprocess.run([sys.executable, os.path.join(a.shared, "tools", "make_storm.py"), storm, *dirs], check=True)
+    lines = [json.loads(l) for l in open(storm)]
+    lines.sort(key=lambda e: svm.ts(e["at"]))
+    T0 = svm.ts(lines[0]["at"])
+    horizon = T0 + a.minutes * 60 * a.speed
+    lines = [e for e in lines if svm.ts(e["at"]) < horizon]
+    svm.log(f"{len(lines)} posts, {sum(len(e['alerts']) for e in lines)} alerts, {a.minutes} wall minutes at {a.speed}x")
+
+    rec = svm.Receiver()
+    am = am_servers(a.work_dir, a.speed, rec.port, a.am_bin, a.peer_timeout, 3)
+    am1 = am_servers(a.work_dir, a.speed, rec.port, a.am_bin, a.peer_timeout, 1)
+    ad = alertd_servers(a.work_dir, a.speed, rec.port, a.argus_bin, a.alertd_config, a.peer_timeout, 3)
+    ad1 = alertd_servers(a.work_dir, a.speed, rec.port, a.argus_bin, a.alertd_config, a.peer_timeout, 1)
+    everything = am + am1 + ad + ad1
+    events, readies = [], []
+    try:
+        for s in everything:
+            s.wait_ready()
+        senders = [Sender(s) for s in everything]
+        for t in senders:
+            t.start()
+        W0 = float(int(time.time()) + 3)
+        wall = lambda s: W0 + (s - T0) / a.speed
+        end_wall = W0 + a.minutes * 60
+        kills = []
+        t = W0 + a.kill_every
+        while a.kill_every > 0 and t < end_wall - 30:
+            kills.append(t)
+            t += a.kill_every
+        isolate = W0 + a.isolate_at * a.minutes * 60 + a.kill_every / 2
+
+        def chaos():
+            for k in kills:
+                time.sleep(max(0, k - time.time()))
+                i = rng.randrange(3)
+                for s in (am[i], ad[i]):
+                    s.kill()
+                events.append({"at": round(time.time() - W0, 1), "kill": i})
+                time.sleep(5)
+                for s in (am[i], ad[i]):
+                    s.restart()
+                body = first_ready(ad[i])
+                readies.append({"replica": i, "first_ready": body})
+            svm.log("kills done")
+
+        def isolation():
+            time.sleep(max(0, isolate - time.time()))
+            i = rng.randrange(3)
+            for s in (am[i], ad[i]):
+                s.stop()
+            events.append({"at": round(time.time() - W0, 1), "stop": i})
+            time.sleep(120)
+            for s in (am[i], ad[i]):
+                s.resume()
+            events.append({"at": round(time.time() - W0, 1), "resume": i})
+
+        threading.Thread(target=chaos, daemon=True).start()
+        if a.isolate_at >= 0:
+            threading.Thread(target=isolation, daemon=True).start()
+        for n, e in enumerate(lines):
+            delay = wall(svm.ts(e["at"])) - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            alerts = []
+            for al in e["alerts"]:
+                al = dict(al)
+                al["startsAt"] = svm.iso_us(wall(svm.ts(al["startsAt"])))
+                al["endsAt"] = svm.iso_us(wall(svm.ts(al["endsAt"])))
+                alerts.append(al)
+            body = json.dumps(alerts).encode()
+            for t in senders:
+                t.q.put(body)
+            if n % 200 == 0:
+                svm.log(f"{n}/{len(lines)}, notifications so far {len(rec.got)}, events {len(events)}")
+        time.sleep(max(0, end_wall - time.time()) + a.tail)
+    finally:
+        for s in everything:
+            s.end()
+        rec.srv.shutdown()
+
+    with rec.lock:
+        got = list(rec.got)
+    with open(os.path.join(a.work_dir, "notifications.jsonl"), "w") as f:
+        for w, p, body in got:
+            f.write(json.dumps({"wall": round(w - W0, 3), "path": p, "payload": json.loads(body)}) + "\n")
+    repeat_s = svm.dur_ms("4h") / 1000 / a.speed
+    res = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "minutes": a.minutes, "speed": a.speed, "peer_timeout_s": a.peer_timeout, "seed": a.seed,
+        "posts": len(lines), "alerts": sum(len(e["alerts"]) for e in lines),
+        "kills": sum(1 for e in events if "kill" in e), "events": events,
+        "alertd_first_ready": readies,
+        "alertd_ready_before_merge": sum(1 for r in readies
+                                         if not r["first_ready"] or not ("merged" in r["first_ready"] or "settle timeout" in r["first_ready"])),
+        "alertmanager": score(notifications(got, "am"), notifications(got, "am-lone"), repeat_s),
+        "alertd": score(notifications(got, "alertd"), notifications(got, "alertd-lone"), repeat_s),
+        "post_statuses": {t.server.name: dict(t.status) for t in senders},
+        "cpu_s": {s.name: round(s.cpu, 2) for s in everything},
+    }
+    for name, cluster, lone in (("alertmanager", am, am1), ("alertd", ad, ad1)):
+        per_replica = sum(s.cpu for s in cluster) / len(cluster)
+        res[name]["cpu_per_replica_over_lone"] = round(per_replica / max(lone[0].cpu, 1e-9), 3)
+    json.dump(res, open(os.path.join(a.work_dir, "summary.json"), "w"), indent=1)
+    md = [f"failover bench {res['date']}: {res['posts']} posts ({res['alerts']} alerts), {a.minutes} min at {a.speed}x, "
+          f"{res['kills']} kills, {sum(1 for e in events if 'stop' in e)} SIGSTOP of 120 s, peer_timeout {a.peer_timeout} s", "",
+          "| system | notifications | duplicates | share | lost alerts (vs its lone twin) | lone twin notifications | CPU per replica / lone |", "|---|---|---|---|---|---|---|"]
+    for name in ("alertmanager", "alertd"):
+        r = res[name]
+        md.append(f"| {name} | {r['notifications']} | {r['duplicates']} | {100 * r['duplicate_share']:.2f} % | "
+                  f"{r['lost_alerts']} of {r['lone_alerts_notified']} | {r['lone_notifications']} | "
+                  f"{r['cpu_per_replica_over_lone']:.2f} |")
+    md.append("")
+    md.append(f"alertd replicas ready before merging: {res['alertd_ready_before_merge']} of {len(readies)} restarts")
+    open(os.path.join(a.work_dir, "summary.md"), "w").write("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
