@@ -261,30 +261,29 @@ def main():
             t += a.kill_every
         isolate = W0 + a.isolate_at * a.minutes * 60 + a.kill_every / 2
 
+        def both(i, action, event=None):
+            """Applies `action` (kill, restart, stop, resume) to replica i of both clusters."""
+            for s in (am[i], ad[i]):
+                getattr(s, action)()
+            if event:
+                events.append({"at": round(time.time() - W0, 1), event: i})
+
         def chaos():
             for k in kills:
                 time.sleep(max(0, k - time.time()))
                 i = rng.randrange(3)
-                for s in (am[i], ad[i]):
-                    s.kill()
-                events.append({"at": round(time.time() - W0, 1), "kill": i})
+                both(i, "kill", "kill")
                 time.sleep(5)
-                for s in (am[i], ad[i]):
-                    s.restart()
-                body = first_ready(ad[i])
-                readies.append({"replica": i, "first_ready": body})
+                both(i, "restart")
+                readies.append({"replica": i, "first_ready": first_ready(ad[i])})
             svm.log("kills done")
 
         def isolation():
             time.sleep(max(0, isolate - time.time()))
             i = rng.randrange(3)
-            for s in (am[i], ad[i]):
-                s.stop()
-            events.append({"at": round(time.time() - W0, 1), "stop": i})
+            both(i, "stop", "stop")
             time.sleep(120)
-            for s in (am[i], ad[i]):
-                s.resume()
-            events.append({"at": round(time.time() - W0, 1), "resume": i})
+            both(i, "resume", "resume")
 
         threading.Thread(target=chaos, daemon=True).start()
         if a.isolate_at >= 0:

@@ -166,11 +166,10 @@ pub async fn start(
     // A replica of a cluster shares its silences and notification log with its peers.
     let cluster_settings = a.cluster.as_ref().map(|c| c.resolve()).transpose()?;
     let (silences, nflog, replicated) = match &cluster_settings {
-        Some(_) => {
+        Some(settings) => {
             let outgoing = cluster::state::Outgoing::default();
             let s = Arc::new(cluster::state::ReplicatedSilences::new(silences, outgoing.clone()));
-            let name = cluster_settings.as_ref().map_or("", |c| c.name.as_str());
-            let l = Arc::new(cluster::state::ReplicatedLog::new(nflog, outgoing.clone(), name));
+            let l = Arc::new(cluster::state::ReplicatedLog::new(nflog, outgoing.clone(), &settings.name));
             let parts = cluster::Replicated { silences: s.clone(), log: l.clone(), outgoing };
             (s as Arc<dyn Silences>, l as Arc<dyn NotificationLog>, Some(parts))
         }

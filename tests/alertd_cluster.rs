@@ -154,7 +154,7 @@ fn three_replicas_share_silences_notify_once_and_survive_a_kill() {
         c.replicas[1..].iter().all(|s| s.get(&format!("/api/v2/silence/{id}")).status == 200)
     });
     assert!(took < Duration::from_secs(1), "took {took:?}");
-    let all: Vec<&Server> = c.replicas.iter().collect();
+    let all = all_of(&c);
     post_to(&all, &alert("Muted", "node-9"));
 
     // An alert posted to all three is notified once: by r0; r1 and r2 find it in the shared log.

@@ -17,6 +17,7 @@
 pub mod state;
 pub mod transport;
 
+use crate::deliver::now_millis;
 use crate::engine::NFLOG_RETENTION;
 use crate::runner::Shared;
 use crate::time::Timestamp;
@@ -199,11 +200,6 @@ impl Cluster {
         self.view.clone()
     }
 
-    /// The address gossip listens on (its port, when `listen` asked for port 0).
-    pub fn listen_addr(&self) -> SocketAddr {
-        self.handle.chitchat_id().gossip_advertise_addr
-    }
-
     /// Joins the cluster: publishes this replica's state, gossips with `peers`, merges theirs into
     /// `parts` and keeps `engine`'s position wait current.
     pub async fn start(
@@ -226,8 +222,7 @@ impl Cluster {
         transport: &dyn chitchat::transport::Transport,
     ) -> anyhow::Result<Cluster> {
         // A restarted replica is a new generation of the same name.
-        let generation =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let generation = now_millis() as u64;
         let config = ChitchatConfig {
             chitchat_id: ChitchatId::new(s.name.clone(), generation, s.advertise),
             cluster_id: s.cluster.clone(),
@@ -391,7 +386,7 @@ impl Round {
 
     /// Deletes this replica's keys of items past their retention.
     fn gc(&self, cc: &mut Chitchat) {
-        let cutoff = Timestamp(now_ms()) - NFLOG_RETENTION;
+        let cutoff = Timestamp(now_millis()) - NFLOG_RETENTION;
         let node = cc.self_node_state();
         let last_use = |k: &str, v: &str| match state::is_part(k) {
             true => state::part_timestamp(v),
@@ -442,9 +437,9 @@ impl Round {
             self.stable = 0;
             self.last_view = heard;
         }
-        let readiness = self.view.snapshot().readiness;
-        let readiness = if readiness.is_ready() {
-            readiness
+        let was = self.view.snapshot().readiness;
+        let readiness = if was.is_ready() {
+            was.clone()
         } else if self.settings.peers.is_empty() {
             Readiness::Merged { peers: 0 }
         } else if !peers.is_empty() && self.stable >= SETTLED_ROUNDS {
@@ -454,7 +449,7 @@ impl Round {
         } else {
             Readiness::Settling
         };
-        if readiness.is_ready() && !self.view.snapshot().readiness.is_ready() {
+        if readiness.is_ready() && !was.is_ready() {
             tracing::info!("{}", readiness.describe());
         }
         self.metrics.members.set(by_name.len() as i64);
@@ -475,8 +470,7 @@ fn publish(cc: &mut Chitchat, item: &Item) {
     let node = cc.self_node_state();
     if let (Item::Log { .. }, Some((key, _))) = (item, kvs.last()) {
         let parts = kvs.len() - 1;
-        let prefix = state::part_key(key, 0);
-        let prefix = &prefix[..prefix.len() - 1];
+        let prefix = &state::parts_prefix(key);
         let stale: Vec<String> = node
             .iter_prefix(prefix)
             .filter(|(k, _)| k[prefix.len()..].parse::<usize>().is_ok_and(|i| i >= parts))
@@ -498,10 +492,6 @@ fn publish(cc: &mut Chitchat, item: &Item) {
 
 /// The largest key-value a replica shares: one must fit a gossip datagram with room to spare.
 const MAX_VALUE_BYTES: usize = 56 * 1024;
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
 
 #[cfg(test)]
 mod tests;

@@ -178,7 +178,12 @@ pub fn encode(item: &Item) -> Vec<(String, String)> {
 
 /// The key of part `i` of the log entry at `key`.
 pub fn part_key(key: &str, i: usize) -> String {
-    format!("{key}{PART_SEP}{i}")
+    format!("{}{i}", parts_prefix(key))
+}
+
+/// What the keys of every part of the log entry at `key` begin with.
+pub fn parts_prefix(key: &str) -> String {
+    format!("{key}{PART_SEP}")
 }
 
 /// Whether `key` is a part of a log entry (read through its entry, not on its own).

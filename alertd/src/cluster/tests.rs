@@ -62,22 +62,10 @@ async fn replica(t: &ChannelTransport, i: usize, n: usize, settle: Duration) -> 
     let out = Outgoing::default();
     let silences = Arc::new(ReplicatedSilences::new(Arc::new(MemSilences::default()), out.clone()));
     let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out.clone(), &format!("r{i}")));
-    replica_with(t, i, n, settle, silences, log, out).await
-}
-
-async fn replica_with(
-    t: &ChannelTransport,
-    i: usize,
-    n: usize,
-    settle: Duration,
-    silences: Arc<ReplicatedSilences>,
-    log: Arc<ReplicatedLog>,
-    out: Outgoing,
-) -> Replica {
     let rec = Arc::new(Recorder::default());
     let mut e = Engine::new(config(), silences.clone(), log.clone(), rec.clone());
     e.join_cluster();
-    let shared = Shared::new(e, TokioClock::starting_at(Timestamp(now_ms())));
+    let shared = Shared::new(e, TokioClock::starting_at(Timestamp(now_millis())));
     let timers = tokio::spawn(crate::runner::run_shared(shared.clone()));
     let s = Settings {
         name: format!("r{i}"),
@@ -95,6 +83,15 @@ async fn replica_with(
     Replica { cluster, silences, log, shared, rec, timers }
 }
 
+/// Three replicas of one cluster, each with the others as peers.
+async fn three(t: &ChannelTransport) -> Vec<Replica> {
+    let mut rs = Vec::new();
+    for i in 0..3 {
+        rs.push(replica(t, i, 3, PEER_TIMEOUT).await);
+    }
+    rs
+}
+
 async fn until(what: &str, limit: Duration, f: impl Fn() -> bool) -> Duration {
     let start = Instant::now();
     while !f() {
@@ -105,7 +102,7 @@ async fn until(what: &str, limit: Duration, f: impl Fn() -> bool) -> Duration {
 }
 
 fn silence(id: &str) -> Silence {
-    let now = Timestamp(now_ms());
+    let now = Timestamp(now_millis());
     Silence {
         id: id.into(),
         matchers: vec![Matcher::eq("host", "node-1")],
@@ -122,30 +119,26 @@ fn alert(name: &str, host: &str) -> PostableAlert {
     PostableAlert {
         labels: [("alertname", name), ("host", host)].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         annotations: Default::default(),
-        starts_at: Some(Timestamp(now_ms())),
+        starts_at: Some(Timestamp(now_millis())),
         ends_at: None,
         generator_url: String::new(),
     }
 }
 
 fn has(r: &Replica, id: &str, expired: bool) -> bool {
-    let now = Timestamp(now_ms());
+    let now = Timestamp(now_millis());
     r.silences.list().iter().any(|s| s.id == id && s.active_at(now) != expired)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silence_made_on_one_replica_reaches_the_others_and_so_does_its_expiry() {
     let t = ChannelTransport::default();
-    let rs = [
-        replica(&t, 0, 3, PEER_TIMEOUT).await,
-        replica(&t, 1, 3, PEER_TIMEOUT).await,
-        replica(&t, 2, 3, PEER_TIMEOUT).await,
-    ];
+    let rs = three(&t).await;
     rs[0].silences.set(silence("s1")).unwrap();
     let took =
         until("the silence on every replica", Duration::from_secs(5), || rs.iter().all(|r| has(r, "s1", false))).await;
     assert!(took < Duration::from_secs(1), "took {took:?}");
-    rs[2].silences.expire("s1", Timestamp(now_ms())).unwrap();
+    rs[2].silences.expire("s1", Timestamp(now_millis())).unwrap();
     until("the expiry on every replica", Duration::from_secs(5), || rs.iter().all(|r| has(r, "s1", true))).await;
 }
 
@@ -161,7 +154,7 @@ async fn a_starting_replica_is_ready_only_once_it_merged_its_peers_state() {
             crate::nflog::Entry {
                 firing: [crate::Fingerprint(i)].into(),
                 resolved: Default::default(),
-                timestamp: Timestamp(now_ms()),
+                timestamp: Timestamp(now_millis()),
             },
         );
         // Delivered: the outbox confirms it.
@@ -194,11 +187,7 @@ async fn a_replica_that_reaches_no_peer_is_ready_after_the_settle_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_notification_per_group_and_the_next_replica_takes_over_when_the_first_dies() {
     let t = ChannelTransport::default();
-    let mut rs = vec![
-        replica(&t, 0, 3, PEER_TIMEOUT).await,
-        replica(&t, 1, 3, PEER_TIMEOUT).await,
-        replica(&t, 2, 3, PEER_TIMEOUT).await,
-    ];
+    let mut rs = three(&t).await;
     until("positions by name", Duration::from_secs(10), || {
         rs.iter().enumerate().all(|(i, r)| r.shared.lock().peer_wait() == PEER_TIMEOUT * i as u32)
     })
@@ -227,11 +216,7 @@ async fn one_notification_per_group_and_the_next_replica_takes_over_when_the_fir
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_heals_by_itself_and_the_logs_merge() {
     let t = ChannelTransport::default();
-    let rs = [
-        replica(&t, 0, 3, PEER_TIMEOUT).await,
-        replica(&t, 1, 3, PEER_TIMEOUT).await,
-        replica(&t, 2, 3, PEER_TIMEOUT).await,
-    ];
+    let rs = three(&t).await;
     until("three members", Duration::from_secs(10), || rs.iter().all(|r| r.cluster.view().snapshot().peers.len() == 2))
         .await;
     for j in [1, 2] {
@@ -244,7 +229,7 @@ async fn a_partition_heals_by_itself_and_the_logs_merge() {
         resolved: Default::default(),
         timestamp: Timestamp(ts),
     };
-    let later = now_ms() + 1;
+    let later = now_millis() + 1;
     rs[0].log.log("g", "team/webhook/0", entry(later - 1));
     rs[1].log.log("g", "team/webhook/0", entry(later));
     rs[0].log.confirm("g", "team/webhook/0");
@@ -273,7 +258,7 @@ async fn the_entry_of_a_group_of_thousands_of_alerts_reaches_the_peers_whole() {
     let big = crate::nflog::Entry {
         firing: (0..16_000).map(crate::Fingerprint).collect(),
         resolved: (16_000..16_500).map(crate::Fingerprint).collect(),
-        timestamp: Timestamp(now_ms()),
+        timestamp: Timestamp(now_millis()),
     };
     a.log.log("fleet-wide", "team/webhook/0", big.clone());
     a.log.confirm("fleet-wide", "team/webhook/0");
@@ -285,7 +270,7 @@ async fn the_entry_of_a_group_of_thousands_of_alerts_reaches_the_peers_whole() {
     let small = crate::nflog::Entry {
         firing: (0..10).map(crate::Fingerprint).collect(),
         resolved: Default::default(),
-        timestamp: Timestamp(now_ms() + 1),
+        timestamp: Timestamp(now_millis() + 1),
     };
     a.log.log("fleet-wide", "team/webhook/0", small.clone());
     a.log.confirm("fleet-wide", "team/webhook/0");
