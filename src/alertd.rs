@@ -203,6 +203,19 @@ pub async fn start(
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
     let started = Timestamp(now.as_millis() as i64);
+    // The engine's memory (open incidents, acknowledgements, escalations, backoff and flap history)
+    // is kept in alertd.db and, in a cluster, shared; what an earlier process kept comes back first.
+    let kept = Arc::new(argus_alertd::db::DbMemory::new(db.clone()));
+    let sink: Arc<dyn argus_alertd::memory::MemorySink> = match &replicated {
+        Some(parts) => Arc::new(cluster::state::ReplicatedMemory::new(kept.clone(), parts.outgoing.clone())),
+        None => kept.clone(),
+    };
+    engine.remember_with(sink);
+    let remembered = kept.load(started)?;
+    let restored = remembered.iter().filter(|m| engine.merge_memory(m, started)).count();
+    if restored > 0 {
+        tracing::info!(items = restored, "alertd restored its incidents, backoff and flap history");
+    }
     let shared = Shared::new(engine, TokioClock::starting_at(started));
     let mut tasks = vec![tokio::spawn(argus_alertd::runner::run_shared(shared.clone()))];
     let cluster = match (&cluster_settings, replicated) {

@@ -168,7 +168,7 @@ impl Metrics {
             "Gossip datagrams dropped: not sealed with this cluster's secret, or unreadable",
             self.transport.rejected.clone(),
         );
-        for kind in ["silence", "nflog"] {
+        for kind in ["silence", "nflog", "incident", "backoff", "flap"] {
             let _ = self.merges.get_or_create(&Kind { kind: kind.into() });
         }
     }
@@ -353,6 +353,7 @@ impl Round {
     /// Merges peers' items; returns those that changed this replica's state, to publish as its own.
     fn merge(&mut self, incoming: Vec<Result<Option<Item>, String>>) -> Vec<Item> {
         let mut changed = Vec::new();
+        let mut engine_changed = false;
         for decoded in incoming {
             let item = match decoded {
                 Ok(Some(item)) => item,
@@ -375,26 +376,39 @@ impl Round {
                 Item::Log { group_key, recipient, entry, pending } => {
                     self.parts.log.merge(group_key, recipient, entry.clone(), pending.clone())
                 }
+                Item::Memory(m) => {
+                    // The engine remembers (and so publishes) the merged state itself.
+                    let applied = self.engine.lock().merge_memory(m, Timestamp(now_millis()));
+                    engine_changed |= applied;
+                    if applied {
+                        self.metrics.merges.get_or_create(&Kind { kind: item.kind().into() }).inc();
+                    }
+                    continue;
+                }
             };
             if applied {
                 self.metrics.merges.get_or_create(&Kind { kind: item.kind().into() }).inc();
                 changed.push(item);
             }
         }
+        if engine_changed {
+            // Escalation timers may have moved.
+            self.engine.changed();
+        }
         changed
     }
 
     /// Deletes this replica's keys of items past their retention.
     fn gc(&self, cc: &mut Chitchat) {
-        let cutoff = Timestamp(now_millis()) - NFLOG_RETENTION;
+        let now = Timestamp(now_millis());
         let node = cc.self_node_state();
-        let last_use = |k: &str, v: &str| match state::is_part(k) {
-            true => state::part_timestamp(v),
-            false => state::decode(k, v, |p| node.get(p).map(str::to_string)).ok().flatten().map(|i| i.last_use()),
+        let expires_at = |k: &str, v: &str| match state::is_part(k) {
+            true => state::part_expires_at(v),
+            false => state::decode(k, v, |p| node.get(p).map(str::to_string)).ok().flatten().map(|i| i.expires_at()),
         };
         let old: Vec<String> = node
             .key_values()
-            .filter(|(k, v)| last_use(k, v).is_some_and(|t| t < cutoff))
+            .filter(|(k, v)| expires_at(k, v).is_some_and(|t| t < now))
             .map(|(k, _)| k.to_string())
             .collect();
         for k in old {

@@ -1,5 +1,6 @@
 //! alertd's state in SQLite (`alertd.db` in the data directory, WAL mode): silences, the
-//! notification log, and alert / incident / notification history. The schema is documented in
+//! notification log, the engine's memory (open incidents, backoff and flap history), and alert /
+//! incident / notification history. The schema is documented in
 //! docs/format/alertd-db.md. Silences and the notification log are also kept in memory, loaded at
 //! open and written through, so the pipeline's lookups never touch the disk.
 //!
@@ -7,10 +8,12 @@
 //! delivery outbox does); this module owns only the tables below.
 
 mod history;
+mod memory;
 mod remediation;
 mod state;
 
 pub use history::{Ack, HistoryNotifier, IncidentRow, NotificationRow, Range};
+pub use memory::DbMemory;
 pub use state::{DbLog, DbSilences};
 
 use rusqlite::Connection;
@@ -20,7 +23,7 @@ use std::sync::{Mutex, MutexGuard};
 /// The file name inside the data directory.
 pub const FILE_NAME: &str = "alertd.db";
 
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS silences (
@@ -71,6 +74,12 @@ CREATE TABLE IF NOT EXISTS incidents (
     UNIQUE (group_key, engine_id, opened_at)
 );
 CREATE INDEX IF NOT EXISTS incidents_opened ON incidents (opened_at);
+-- Version 3: the engine's memory (crate::memory), one row per item, its value as the cluster sends it.
+CREATE TABLE IF NOT EXISTS memory (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS notifications (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at INTEGER NOT NULL,

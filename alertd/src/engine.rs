@@ -9,6 +9,7 @@ use crate::escalate::{Due, Escalator};
 use crate::flap::FlapDetector;
 use crate::incident::Correlator;
 use crate::inhibit::Inhibitor;
+use crate::memory::{BackoffMemory, FlapMemory, IncidentMemory, Memory, MemorySink};
 use crate::nflog::NotificationLog;
 use crate::notify::{
     Ctx, DedupStage, HoldStage, MuteStage, Notifier, Pipeline, SendStage, SetNotifiesStage, TimeActiveStage,
@@ -64,8 +65,10 @@ pub struct Engine {
     /// `t + peer_wait`, by when the notification log holds what an earlier replica sent.
     peer_wait: Duration,
     /// Whether this replica runs in a cluster: incidents are numbered by content, and escalations
-    /// go out only from the first replica.
+    /// wait their position as notifications do.
     clustered: bool,
+    /// Where incident, backoff and flap state goes as it changes (alertd.db, and the cluster).
+    memory: Option<Arc<dyn MemorySink>>,
 }
 
 impl Engine {
@@ -127,7 +130,108 @@ impl Engine {
             waiting,
             peer_wait: Duration::ZERO,
             clustered: false,
+            memory: None,
         }
+    }
+
+    /// Hands every change of incident, backoff and flap state to `sink` from now on.
+    pub fn remember_with(&mut self, sink: Arc<dyn MemorySink>) {
+        self.memory = Some(sink);
+    }
+
+    fn remember(&self, m: Option<Memory>) {
+        if let (Some(sink), Some(m)) = (&self.memory, m) {
+            sink.remember(&m);
+        }
+    }
+
+    /// Incident `id` of `route_group` as remembered.
+    fn incident_memory(&self, route_group: &str, id: u64) -> Option<Memory> {
+        let c = self.correlator.as_ref()?;
+        let i = c.incident(route_group, id)?;
+        let progress = self.escalator.progress(id);
+        let until = i.latest_end();
+        Some(Memory::Incident(IncidentMemory {
+            v: 0,
+            route_group: route_group.to_string(),
+            id,
+            origin: i.origin.clone(),
+            opened_at: i.opened_at.0,
+            topology: i.topology().cloned().collect(),
+            until: until.0,
+            notified: progress.as_ref().map(|p| (p.group_key.clone(), p.notified_at.0)),
+            acked: progress.as_ref().is_some_and(|p| p.acked),
+            escalated: progress.map(|p| p.done).unwrap_or_default(),
+            expires_at: (until + c.cfg.window).0,
+        }))
+    }
+
+    fn backoff_memory(&self, origin: &str) -> Option<Memory> {
+        let c = self.correlator.as_ref()?;
+        let sent = c.sent_times(origin);
+        let last = *sent.last()?;
+        Some(Memory::Backoff(BackoffMemory {
+            v: 0,
+            origin: origin.to_string(),
+            sent: sent.iter().map(|t| t.0).collect(),
+            expires_at: (last + c.cfg.backoff_window).0,
+        }))
+    }
+
+    fn flap_memory(&self, fp: crate::alert::Fingerprint) -> Option<Memory> {
+        let f = self.flap.as_ref()?;
+        let (changes, flapping) = f.recent(fp)?;
+        let last = *changes.last()?;
+        Some(Memory::Flap(FlapMemory {
+            v: 0,
+            fingerprint: fp,
+            changes: changes.iter().map(|t| t.0).collect(),
+            flapping,
+            expires_at: (last + f.horizon()).0,
+        }))
+    }
+
+    /// Merges state that a peer or an earlier process remembers (see `crate::memory`), at `now`.
+    /// True when it changed this engine's state; the merged state is then remembered in turn.
+    pub fn merge_memory(&mut self, m: &Memory, now: Timestamp) -> bool {
+        match m {
+            Memory::Backoff(b) => {
+                let Some(c) = &mut self.correlator else { return false };
+                let times: Vec<Timestamp> = b.sent.iter().copied().map(Timestamp).collect();
+                if !c.merge_sent(&b.origin, &times) {
+                    return false;
+                }
+                self.remember(self.backoff_memory(&b.origin));
+            }
+            Memory::Flap(f) => {
+                let Some(d) = &mut self.flap else { return false };
+                let changes: Vec<Timestamp> = f.changes.iter().copied().map(Timestamp).collect();
+                if !d.merge(f.fingerprint, &changes, f.flapping) {
+                    return false;
+                }
+                self.remember(self.flap_memory(f.fingerprint));
+            }
+            Memory::Incident(i) => {
+                let Some(c) = &mut self.correlator else { return false };
+                let mut changed = c.merge_incident(i, now);
+                // Progress counts only for an incident held here under this number.
+                let Some(held) = c.incident(&i.route_group, i.id) else { return false };
+                if let Some((group_key, at)) = &i.notified {
+                    let p = crate::escalate::Progress {
+                        group_key: group_key.clone(),
+                        notified_at: Timestamp(*at),
+                        acked: i.acked,
+                        done: i.escalated.clone(),
+                    };
+                    changed |= self.escalator.merge(i.id, &i.route_group, held.opened_at, &p);
+                }
+                if !changed {
+                    return false;
+                }
+                self.remember(self.incident_memory(&i.route_group, i.id));
+            }
+        }
+        true
     }
 
     /// Runs as a replica of a cluster: incidents numbered by content, so every replica gives an
@@ -143,6 +247,7 @@ impl Engine {
     /// cluster times the peer timeout).
     pub fn set_peer_wait(&mut self, wait: Duration) {
         self.peer_wait = wait;
+        self.escalator.set_delay(wait);
     }
 
     pub fn peer_wait(&self) -> Duration {
@@ -173,10 +278,14 @@ impl Engine {
         }
         for a in alerts {
             let put = self.store.put(a, now);
-            if let Some(f) = &mut self.flap {
+            if let Some(f) = &mut self.flap
+                && !put.changes.is_empty()
+            {
+                let fp = put.alert.fingerprint();
                 for (at, _status) in &put.changes {
-                    f.change(put.alert.fingerprint(), *at);
+                    f.change(fp, *at);
                 }
+                self.remember(self.flap_memory(fp));
             }
             self.inhibitor.observe(&put.alert);
             self.dispatch(&put.alert, now);
@@ -209,7 +318,8 @@ impl Engine {
         next.store = std::mem::take(&mut self.store);
         next.last_gc = self.last_gc;
         next.armed = std::mem::take(&mut self.armed);
-        next.peer_wait = self.peer_wait;
+        next.set_peer_wait(self.peer_wait);
+        next.memory = self.memory.clone();
         if self.clustered {
             next.join_cluster();
         }
@@ -221,6 +331,7 @@ impl Engine {
             next.correlator = self.correlator.take();
             if same(&next.cfg.escalation, &self.cfg.escalation) {
                 next.escalator = std::mem::take(&mut self.escalator);
+                next.escalator.set_delay(next.peer_wait);
             }
         }
         let held: Vec<Alert> = next.store.iter().cloned().collect();
@@ -319,7 +430,8 @@ impl Engine {
         use argus_model::{MatchOp, Matcher};
         let c = self.correlator.as_ref()?;
         let group = self.dispatcher.groups().find(|g| {
-            g.incident == Some(id) && c.incident(&g.route_group, id).is_some_and(|i| i.opened_at == opened_at)
+            g.incident == Some(id)
+                && c.incident(&g.route_group, id).is_some_and(|i| self.clustered || i.opened_at == opened_at)
         })?;
         let alerts: Vec<Alert> = group.sorted_alerts().into_iter().filter(|a| !a.resolved_at(now)).collect();
         if alerts.is_empty() {
@@ -346,16 +458,28 @@ impl Engine {
     /// Acknowledges incident `id` opened at `opened_at` (as the history database names it): its
     /// escalations still due are dropped. False when the engine does not hold that incident.
     pub fn acknowledge(&mut self, id: u64, opened_at: Timestamp) -> bool {
-        self.escalator.acknowledge(id, opened_at)
+        // In a cluster an incident's number is the same on every replica but each opened it at its
+        // own time: the number names it.
+        let acked = match self.clustered {
+            true => self.escalator.acknowledge_id(id),
+            false => self.escalator.acknowledge(id, opened_at),
+        };
+        if acked && let Some(c) = &self.correlator {
+            let group = c.incidents().find(|(_, i)| i.id == id).map(|(g, _)| g.to_string());
+            self.remember(group.and_then(|g| self.incident_memory(&g, id)));
+        }
+        acked
     }
 
     /// Notifies an unacknowledged incident to its escalation rule's receiver, when it still has a
     /// firing alert that the rule matches.
     fn escalate(&mut self, due: &Due) {
-        if self.clustered && !self.peer_wait.is_zero() {
-            // Escalation timers are not shared between replicas yet: only the first escalates.
-            return;
-        }
+        self.send_escalation(due);
+        // Done (sent, or found not to apply): replicas after this one skip it.
+        self.remember(self.incident_memory(&due.route_group, due.incident));
+    }
+
+    fn send_escalation(&mut self, due: &Due) {
         let rule = self.escalator.rule(due.rule);
         let (Some(group), Some(c)) = (self.dispatcher.group(&due.group_key), &self.correlator) else { return };
         let Some(incident) = c.incident(&due.route_group, due.incident) else { return };
@@ -425,6 +549,8 @@ impl Engine {
             c.record_sent(&origin, at);
             let route_group = group.route_group.clone();
             self.escalator.notified(id, &route_group, key, opened_at, at);
+            self.remember(self.backoff_memory(&origin));
+            self.remember(self.incident_memory(&route_group, id));
         }
         ok
     }
@@ -450,6 +576,17 @@ impl Engine {
         if let Some(c) = &mut self.correlator {
             c.gc(now);
             self.escalator.gc(|group, id| c.incident(group, id).is_some());
+        }
+        if let Some(sink) = &self.memory {
+            sink.gc(now);
+            // Open incidents again, with the later ends of their alerts since.
+            let open: Vec<(String, u64)> = match &self.correlator {
+                Some(c) => c.incidents().map(|(g, i)| (g.to_string(), i.id)).collect(),
+                None => Vec::new(),
+            };
+            for (g, id) in open {
+                self.remember(self.incident_memory(&g, id));
+            }
         }
     }
 
@@ -494,5 +631,7 @@ impl Engine {
     }
 }
 
+#[cfg(test)]
+mod memory_tests;
 #[cfg(test)]
 mod tests;

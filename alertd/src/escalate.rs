@@ -56,11 +56,76 @@ pub struct Escalator {
     rules: Vec<EscalationRule>,
     /// By engine incident id.
     tracked: BTreeMap<u64, Tracked>,
+    /// Added to every due time: in a cluster, this replica's position wait, so that the replicas
+    /// before it escalate first and it escalates only what none of them did.
+    delay: Duration,
+}
+
+/// What a replica or a restart needs of a tracked incident (see `crate::memory`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub group_key: String,
+    pub notified_at: Timestamp,
+    pub acked: bool,
+    /// Rules escalated (or found not to apply) already, by index.
+    pub done: Vec<usize>,
 }
 
 impl Escalator {
     pub fn new(rules: Vec<EscalationRule>) -> Escalator {
-        Escalator { rules, tracked: BTreeMap::new() }
+        Escalator { rules, tracked: BTreeMap::new(), delay: Duration::ZERO }
+    }
+
+    /// Sets the delay added to every due time.
+    pub fn set_delay(&mut self, delay: Duration) {
+        self.delay = delay;
+    }
+
+    /// Incident `id`'s progress, when tracked.
+    pub fn progress(&self, id: u64) -> Option<Progress> {
+        let t = self.tracked.get(&id)?;
+        let done = t.done.iter().enumerate().filter(|(_, d)| **d).map(|(i, _)| i).collect();
+        Some(Progress { group_key: t.group_key.clone(), notified_at: t.notified_at, acked: t.acked, done })
+    }
+
+    /// Merges progress that a peer or an earlier process recorded for incident `id`: the earlier
+    /// first notification, an acknowledgement, rules done. True when anything changed.
+    pub fn merge(&mut self, id: u64, route_group: &str, opened_at: Timestamp, p: &Progress) -> bool {
+        if self.rules.is_empty() {
+            return false;
+        }
+        let n = self.rules.len();
+        let mut created = false;
+        let t = self.tracked.entry(id).or_insert_with(|| {
+            created = true;
+            Tracked {
+                route_group: route_group.to_string(),
+                group_key: p.group_key.clone(),
+                opened_at,
+                notified_at: p.notified_at,
+                acked: false,
+                done: vec![false; n],
+            }
+        });
+        let before = (t.notified_at, t.acked, t.done.clone());
+        t.notified_at = t.notified_at.min(p.notified_at);
+        t.acked |= p.acked;
+        for &i in p.done.iter().filter(|&&i| i < n) {
+            t.done[i] = true;
+        }
+        created || before != (t.notified_at, t.acked, t.done.clone())
+    }
+
+    /// Acknowledges incident `id` whatever its opening time: in a cluster, where each replica's
+    /// history database has its own opening time for an incident that has one number everywhere.
+    pub fn acknowledge_id(&mut self, id: u64) -> bool {
+        match self.tracked.get_mut(&id) {
+            Some(t) => {
+                t.acked = true;
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn rule(&self, i: usize) -> &EscalationRule {
@@ -102,7 +167,7 @@ impl Escalator {
     fn dues(&self) -> impl Iterator<Item = Due> + '_ {
         self.tracked.iter().filter(|(_, t)| !t.acked).flat_map(move |(&id, t)| {
             t.done.iter().enumerate().filter(|(_, d)| !**d).map(move |(i, _)| Due {
-                at: t.notified_at + self.rules[i].after,
+                at: t.notified_at + self.rules[i].after + self.delay,
                 incident: id,
                 rule: i,
                 route_group: t.route_group.clone(),

@@ -71,6 +71,34 @@ impl FlapDetector {
         }
     }
 
+    /// The alert's recent changes (oldest first) and its change count while flapping; None for an
+    /// alert not worth sharing: one that has changed once at most (a replica that starts later
+    /// sees that much on its own).
+    pub fn recent(&self, fp: Fingerprint) -> Option<(Vec<Timestamp>, Option<u32>)> {
+        let s = self.states.get(&fp)?;
+        (s.recent.len() >= 2).then(|| (s.recent.iter().copied().collect(), s.flapping))
+    }
+
+    /// How long an alert's history matters after its last change.
+    pub fn horizon(&self) -> std::time::Duration {
+        self.cfg.window.max(self.cfg.settle)
+    }
+
+    /// Merges a history that a peer or an earlier process saw: it replaces this one when it holds
+    /// more changes (replicas see the same changes at slightly different times, so their lists
+    /// are not merged point by point; the longer one saw more). True when it replaced it.
+    pub fn merge(&mut self, fp: Fingerprint, changes: &[Timestamp], flapping: Option<u32>) -> bool {
+        let s = self.states.entry(fp).or_default();
+        let better = changes.len() > s.recent.len() || (changes.len() == s.recent.len() && flapping > s.flapping);
+        if !better || changes.is_empty() {
+            return false;
+        }
+        s.recent = changes.iter().copied().collect();
+        s.last_change = s.recent.back().copied().max(s.last_change);
+        s.flapping = flapping.max(s.flapping);
+        true
+    }
+
     /// Forgets alerts that have settled and whose window is empty.
     pub fn gc(&mut self, now: Timestamp) {
         let (window, settle) = (self.cfg.window, self.cfg.settle);

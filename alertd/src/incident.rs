@@ -101,11 +101,23 @@ pub struct Incident {
     /// Member alerts and their latest `ends_at`.
     members: HashMap<Fingerprint, Timestamp>,
     pub opened_at: Timestamp,
+    /// The latest end of its alerts that a peer or an earlier process knew (see `merge_incident`).
+    until: Timestamp,
 }
 
 impl Incident {
     fn open_at(&self, now: Timestamp, window: Duration) -> bool {
-        self.members.values().any(|&end| now < end + window)
+        now < self.latest_end() + window
+    }
+
+    /// The latest end of its alerts.
+    pub fn latest_end(&self) -> Timestamp {
+        self.members.values().copied().fold(self.until, Timestamp::max)
+    }
+
+    /// Its topology, in order.
+    pub fn topology(&self) -> impl Iterator<Item = &(String, String)> {
+        self.topology.iter()
     }
 
     pub fn size(&self) -> usize {
@@ -172,7 +184,8 @@ impl Correlator {
             None => {
                 let origin = topo.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",");
                 let id = if self.by_content { content_id(fp, alert.starts_at) } else { self.next_id };
-                list.push(Incident { id, origin, topology: BTreeSet::new(), members: HashMap::new(), opened_at: now });
+                let (topology, members) = (BTreeSet::new(), HashMap::new());
+                list.push(Incident { id, origin, topology, members, opened_at: now, until: Timestamp(i64::MIN / 2) });
                 if !self.by_content {
                     self.next_id += 1;
                 }
@@ -189,14 +202,65 @@ impl Correlator {
         self.incidents.get(group)?.iter().find(|i| i.id == id)
     }
 
-    /// Records a notification of an incident from `origin`.
-    pub fn record_sent(&mut self, origin: &str, now: Timestamp) {
+    /// Records a notification of an incident from `origin` at `at` (once per time).
+    pub fn record_sent(&mut self, origin: &str, at: Timestamp) -> bool {
+        self.merge_sent(origin, &[at])
+    }
+
+    /// Merges notification times of `origin` that a peer or an earlier process recorded (its own
+    /// included): the union, within the backoff window of the latest. True when any was new.
+    pub fn merge_sent(&mut self, origin: &str, times: &[Timestamp]) -> bool {
         let window = self.cfg.backoff_window;
         let q = self.sent.entry(origin.to_string()).or_default();
-        while q.front().is_some_and(|&t| now - t >= window) {
-            q.pop_front();
+        let mut all: Vec<i64> = q.iter().map(|t| t.0).collect();
+        if !crate::memory::union_times(&mut all, &times.iter().map(|t| t.0).collect::<Vec<_>>()) {
+            return false;
         }
-        q.push_back(now);
+        let latest = Timestamp(all.last().copied().unwrap_or(0));
+        let kept: VecDeque<Timestamp> = all.into_iter().map(Timestamp).filter(|&t| latest - t < window).collect();
+        let changed = kept != *q;
+        *q = kept;
+        changed
+    }
+
+    /// The notification times of `origin` within the backoff window, oldest first.
+    pub fn sent_times(&self, origin: &str) -> Vec<Timestamp> {
+        self.sent.get(origin).map(|q| q.iter().copied().collect()).unwrap_or_default()
+    }
+
+    /// Every open incident with its route group.
+    pub fn incidents(&self) -> impl Iterator<Item = (&str, &Incident)> {
+        self.incidents.iter().flat_map(|(g, list)| list.iter().map(move |i| (g.as_str(), i)))
+    }
+
+    /// Merges an incident that a peer or an earlier process remembers. The same incident here
+    /// gains its topology, the earlier opening and the later end; one not held here opens under its
+    /// number, unless it has closed by `now` or an incident here shares its topology (that one,
+    /// which may already have been notified, keeps its number). True when anything changed.
+    pub fn merge_incident(&mut self, m: &crate::memory::IncidentMemory, now: Timestamp) -> bool {
+        let window = self.cfg.window;
+        let topo: BTreeSet<(String, String)> = m.topology.iter().cloned().collect();
+        let list = self.incidents.entry(m.route_group.clone()).or_default();
+        if let Some(i) = list.iter_mut().find(|i| i.id == m.id) {
+            let before = (i.topology.len(), i.opened_at, i.until);
+            i.topology.extend(topo);
+            i.opened_at = i.opened_at.min(Timestamp(m.opened_at));
+            i.until = i.until.max(Timestamp(m.until));
+            return before != (i.topology.len(), i.opened_at, i.until);
+        }
+        if now >= Timestamp(m.until) + window || topo.is_empty() || list.iter().any(|i| !i.topology.is_disjoint(&topo))
+        {
+            return false;
+        }
+        list.push(Incident {
+            id: m.id,
+            origin: m.origin.clone(),
+            topology: topo,
+            members: HashMap::new(),
+            opened_at: Timestamp(m.opened_at),
+            until: Timestamp(m.until),
+        });
+        true
     }
 
     /// How many new alerts the next notification for `origin` needs at `now`.
@@ -303,5 +367,21 @@ mod tests {
         c.record_sent("host=a", Timestamp(1000));
         assert_eq!(c.required_burst("host=a", Timestamp(2000)), 2);
         assert_eq!(c.required_burst("host=a", Timestamp(3_601_000)), 1);
+    }
+
+    #[test]
+    fn notification_times_merge_as_a_union_within_the_backoff_window() {
+        let mut c = Correlator::new(CorrelationConfig::default());
+        assert!(c.record_sent("host=a", Timestamp(1000)));
+        assert!(!c.record_sent("host=a", Timestamp(1000)), "the same notification, heard again");
+        assert!(c.merge_sent("host=a", &[Timestamp(500), Timestamp(1000)]), "a peer's earlier one");
+        assert!(!c.merge_sent("host=a", &[Timestamp(500)]));
+        assert_eq!(c.sent_times("host=a"), [Timestamp(500), Timestamp(1000)]);
+        assert_eq!(c.required_burst("host=a", Timestamp(2000)), 2);
+        // Older than the window before the latest: dropped, and not news.
+        let late = Timestamp(500) + c.cfg.backoff_window;
+        assert!(c.merge_sent("host=a", &[late]));
+        assert_eq!(c.sent_times("host=a"), [Timestamp(1000), late]);
+        assert!(!c.merge_sent("host=a", &[Timestamp(400)]));
     }
 }

@@ -19,6 +19,7 @@ pub mod escalate;
 pub mod flap;
 pub mod incident;
 pub mod inhibit;
+pub mod memory;
 pub mod mute;
 pub mod nflog;
 pub mod notify;

@@ -7,6 +7,8 @@
 //! win, which is Alertmanager's rule for both. The same items in any order give the same state.
 
 use crate::alert::Fingerprint;
+use crate::engine::NFLOG_RETENTION;
+use crate::memory::{Memory, MemorySink};
 use crate::nflog::{Entry, NotificationLog};
 use crate::silence::{Silence, Silences, StoreError, WireMatcher};
 use crate::time::Timestamp;
@@ -90,6 +92,8 @@ pub enum Item {
         entry: Entry,
         pending: Option<String>,
     },
+    /// Engine state: an open incident, an origin's backoff, an alert's flap history.
+    Memory(Memory),
 }
 
 impl Item {
@@ -98,15 +102,18 @@ impl Item {
         match self {
             Item::Silence(_) => "silence",
             Item::Log { .. } => "nflog",
+            Item::Memory(m) => m.kind(),
         }
     }
 
-    /// When the item stops mattering: a silence once expired, a log entry once older than the
-    /// retention. Keys of items past it are deleted from the gossip state.
-    pub fn last_use(&self) -> Timestamp {
+    /// When the item stops mattering: a silence the retention after it expired, a log entry the
+    /// retention after it was written, engine state when it says. Keys of items past it are
+    /// deleted from the gossip state.
+    pub fn expires_at(&self) -> Timestamp {
         match self {
-            Item::Silence(s) => s.ends_at,
-            Item::Log { entry, .. } => entry.timestamp,
+            Item::Silence(s) => s.ends_at + NFLOG_RETENTION,
+            Item::Log { entry, .. } => entry.timestamp + NFLOG_RETENTION,
+            Item::Memory(m) => m.expires_at(),
         }
     }
 }
@@ -173,6 +180,7 @@ pub fn encode(item: &Item) -> Vec<(String, String)> {
             out.push((key, serde_json::to_string(&w).unwrap_or_default()));
             out
         }
+        Item::Memory(m) => vec![(m.key(), m.value())],
     }
 }
 
@@ -191,9 +199,9 @@ pub fn is_part(key: &str) -> bool {
     key.starts_with(NFLOG_PREFIX) && key.contains(PART_SEP)
 }
 
-/// The timestamp a part carries, for garbage collection.
-pub fn part_timestamp(value: &str) -> Option<Timestamp> {
-    serde_json::from_str::<WirePart>(value).ok().map(|p| Timestamp(p.timestamp))
+/// When a part expires (its entry's), for garbage collection.
+pub fn part_expires_at(value: &str) -> Option<Timestamp> {
+    serde_json::from_str::<WirePart>(value).ok().map(|p| Timestamp(p.timestamp) + NFLOG_RETENTION)
 }
 
 /// The item a key-value publishes. `Ok(None)` for keys of other kinds (membership, future items,
@@ -202,6 +210,9 @@ pub fn part_timestamp(value: &str) -> Option<Timestamp> {
 pub fn decode(key: &str, value: &str, part: impl Fn(&str) -> Option<String>) -> Result<Option<Item>, String> {
     if is_part(key) {
         return Ok(None);
+    }
+    if crate::memory::is_memory_key(key) {
+        return Ok(Memory::decode(key, value)?.map(Item::Memory));
     }
     if let Some(id) = key.strip_prefix(SILENCE_PREFIX) {
         let w: WireSilence = serde_json::from_str(value).map_err(|e| format!("silence {id}: {e}"))?;
@@ -283,6 +294,30 @@ impl Outgoing {
 
     pub fn take(&self) -> Vec<Item> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// The engine's memory, kept by `inner` (alertd.db) and published as it changes. A peer's item
+/// merges into the engine (`Engine::merge_memory`), which remembers the merged state here in turn.
+pub struct ReplicatedMemory {
+    inner: Arc<dyn MemorySink>,
+    out: Outgoing,
+}
+
+impl ReplicatedMemory {
+    pub fn new(inner: Arc<dyn MemorySink>, out: Outgoing) -> Self {
+        ReplicatedMemory { inner, out }
+    }
+}
+
+impl MemorySink for ReplicatedMemory {
+    fn remember(&self, m: &Memory) {
+        self.inner.remember(m);
+        self.out.push(Item::Memory(m.clone()));
+    }
+
+    fn gc(&self, now: Timestamp) {
+        self.inner.gc(now);
     }
 }
 
@@ -556,7 +591,7 @@ mod tests {
         });
         let stale: HashMap<String, String> = older.into_iter().collect();
         assert!(decode(k, v, |p| stale.get(p).cloned()).unwrap().is_none());
-        assert_eq!(part_timestamp(&map[&part_key(k, 0)]), Some(Timestamp(9)));
+        assert_eq!(part_expires_at(&map[&part_key(k, 0)]), Some(Timestamp(9) + NFLOG_RETENTION));
     }
 
     #[test]
@@ -601,7 +636,8 @@ mod tests {
         assert!(!l.merge("g2", "r", entry(5, &[1]), None));
         l.confirm("g", "r");
         l.confirm("g", "r");
-        let kinds: Vec<String> = out.take().iter().map(|i| format!("{}@{}", i.kind(), i.last_use().0)).collect();
+        let kinds: Vec<String> =
+            out.take().iter().map(|i| format!("{}@{}", i.kind(), (i.expires_at() - NFLOG_RETENTION).0)).collect();
         assert_eq!(kinds, ["silence@500", "silence@4", "nflog@5", "nflog@5"]);
     }
 
@@ -634,7 +670,7 @@ mod tests {
             .into_iter()
             .map(|i| match i {
                 Item::Log { pending, .. } => pending,
-                Item::Silence(_) => panic!("a silence"),
+                other => panic!("not a log entry: {}", other.kind()),
             })
             .collect();
         assert_eq!(states, [Some("r1".to_string()), None]);

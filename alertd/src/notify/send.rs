@@ -61,7 +61,17 @@ impl Stage for SendStage {
             now: ctx.now,
             extras: has_extras.then_some(extras),
         });
-        let previous = self.nflog.get(ctx.group_key, &ctx.recipient).map(|e| e.timestamp);
+        let entry = self.nflog.get(ctx.group_key, &ctx.recipient);
+        let previous = entry.as_ref().map(|e| e.timestamp);
+        tracing::debug!(
+            at = %ctx.now,
+            group = ctx.group_key,
+            recipient = %ctx.recipient,
+            alerts = sent.len(),
+            previous_firing = entry.as_ref().map(|e| e.firing.len()),
+            previous_at = ?previous,
+            "Notifying"
+        );
         self.notifier.notify(Notification {
             at: ctx.now,
             previous,

@@ -1,0 +1,57 @@
+//! The engine's memory (`crate::memory`) in the `memory` table: written as it changes, read at
+//! start, so a lone alertd keeps its open incidents, acknowledgements, escalation timers, backoff
+//! and flap history across a restart.
+
+use super::{Db, DbError};
+use crate::memory::{Memory, MemorySink};
+use crate::time::Timestamp;
+use rusqlite::params;
+use std::sync::Arc;
+
+pub struct DbMemory {
+    db: Arc<Db>,
+}
+
+impl DbMemory {
+    pub fn new(db: Arc<Db>) -> DbMemory {
+        DbMemory { db }
+    }
+
+    /// Every item not expired at `now`, in key order. A row that cannot be read is an error naming
+    /// its key; a key of a kind this alertd does not know (written by a newer one) is skipped.
+    pub fn load(&self, now: Timestamp) -> Result<Vec<Memory>, DbError> {
+        let rows: Vec<(String, String)> = {
+            let conn = self.db.conn();
+            let mut st = conn.prepare("SELECT key, value FROM memory WHERE expires_at > ?1 ORDER BY key")?;
+            st.query_map([now.0], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (key, value) in rows {
+            match Memory::decode(&key, &value) {
+                Ok(Some(m)) => out.push(m),
+                Ok(None) => tracing::warn!(%key, "Engine memory item of an unknown kind skipped"),
+                Err(reason) => return Err(DbError::Corrupt { what: "engine memory".into(), reason }),
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl MemorySink for DbMemory {
+    fn remember(&self, m: &Memory) {
+        let r = self.db.conn().execute(
+            "INSERT INTO memory (key, value, expires_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (key) DO UPDATE SET value = ?2, expires_at = ?3",
+            params![m.key(), m.value(), m.expires_at().0],
+        );
+        if let Err(error) = r {
+            tracing::error!(key = %m.key(), %error, "Engine memory not stored");
+        }
+    }
+
+    fn gc(&self, now: Timestamp) {
+        if let Err(error) = self.db.conn().execute("DELETE FROM memory WHERE expires_at <= ?1", [now.0]) {
+            tracing::error!(%error, "Engine memory not garbage-collected");
+        }
+    }
+}
