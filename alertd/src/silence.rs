@@ -129,6 +129,8 @@ pub trait Silences: Send + Sync {
     /// silence.
     fn expire(&self, id: &str, now: Timestamp) -> Result<bool, StoreError>;
     fn list(&self) -> Vec<Silence>;
+    /// The silence with this id (without copying the others, as `list` does).
+    fn get(&self, id: &str) -> Option<Silence>;
     /// Forgets silences that expired `retention` or more before `now`.
     fn gc(&self, now: Timestamp, retention: std::time::Duration);
 }
@@ -153,6 +155,10 @@ impl Silences for MemSilences {
 
     fn list(&self) -> Vec<Silence> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn get(&self, id: &str) -> Option<Silence> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|s| s.id == id).cloned()
     }
 
     fn gc(&self, now: Timestamp, retention: std::time::Duration) {

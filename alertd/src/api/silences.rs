@@ -102,8 +102,8 @@ pub async fn get_silences(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result
         (status = 404, description = "No silence has this id", body = AmError)))]
 pub async fn get_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<Json<GettableSilence>, ApiError> {
     let now = s.engine.now();
-    match s.silences.list().iter().find(|x| x.id == id) {
-        Some(x) => Ok(Json(gettable(x, now))),
+    match s.silences.get(&id) {
+        Some(x) => Ok(Json(gettable(&x, now))),
         None => Err(ApiError::NotFound(format!("silence {id} not found"))),
     }
 }
@@ -161,7 +161,7 @@ pub async fn post_silence(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection
     let old = if new.id.is_empty() {
         None
     } else {
-        match s.silences.list().into_iter().find(|x| x.id == new.id) {
+        match s.silences.get(&new.id) {
             Some(old) => Some(old),
             None => return Err(ApiError::NotFound(format!("silence {} not found", new.id))),
         }

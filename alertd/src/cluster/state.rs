@@ -334,7 +334,7 @@ impl ReplicatedSilences {
 
     /// Applies a peer's version of a silence when it wins over the one held. True when it did.
     pub fn merge(&self, s: Silence) -> Result<bool, StoreError> {
-        let held = self.inner.list().into_iter().find(|x| x.id == s.id);
+        let held = self.inner.get(&s.id);
         if !silence_wins(&s, held.as_ref()) {
             return Ok(false);
         }
@@ -359,7 +359,7 @@ impl Silences for ReplicatedSilences {
         if !self.inner.expire(id, now)? {
             return Ok(false);
         }
-        if let Some(s) = self.inner.list().into_iter().find(|x| x.id == id) {
+        if let Some(s) = self.inner.get(id) {
             self.out.push(Item::Silence(s));
         }
         Ok(true)
@@ -367,6 +367,10 @@ impl Silences for ReplicatedSilences {
 
     fn list(&self) -> Vec<Silence> {
         self.inner.list()
+    }
+
+    fn get(&self, id: &str) -> Option<Silence> {
+        self.inner.get(id)
     }
 
     fn gc(&self, now: Timestamp, retention: Duration) {

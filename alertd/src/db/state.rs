@@ -115,6 +115,10 @@ impl Silences for DbSilences {
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    fn get(&self, id: &str) -> Option<Silence> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|s| s.id == id).cloned()
+    }
+
     fn gc(&self, now: Timestamp, retention: Duration) {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let cutoff = (now - retention).0;
