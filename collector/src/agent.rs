@@ -1,14 +1,15 @@
 //! The agent: builds sources and sinks from a validated config, runs each source on its own interval
 //! on a blocking thread with a deadline, stamps the global labels, and hands every batch to every sink.
 
-use crate::batch::{Batch, Point};
+use crate::batch::Batch;
 use crate::config::Valid;
+use crate::emit::{Emit, now_ms, self_points};
 use crate::metrics::{SelfMetrics, SourceLabel};
 use crate::sink::{Sink, SinkError};
 use crate::source::{self, Scheduled, Source, SourceError, Task, Ticker};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 use tokio::sync::{mpsc, watch};
 
 /// Batches a sink may hold in its queue before sources wait for it.
@@ -127,46 +128,8 @@ impl Agent {
 /// What a collection on the blocking pool hands back: the source, its points, and how it went.
 type Collected = (Box<dyn Source>, Batch, Result<(), SourceError>);
 
-/// Where sources put their batches: stamps the global labels and hands each batch to every sink. Polled
-/// sources reach it through the agent's loop; push and stream sources ([`Task`]s) hold a clone.
-#[derive(Clone)]
-pub struct Emit {
-    global: Arc<Vec<(String, String)>>,
-    metrics: SelfMetrics,
-    senders: Vec<mpsc::Sender<Batch>>,
-}
-
-// === impl Emit ===
-
+// The polled sources' loop: it needs `source`'s scheduling, so it lives here, not in `emit`.
 impl Emit {
-    /// An `Emit` feeding one channel, for tests and embedders that read batches themselves.
-    pub fn channel(global: Vec<(String, String)>, capacity: usize) -> (Emit, mpsc::Receiver<Batch>) {
-        let (tx, rx) = mpsc::channel(capacity);
-        (Emit { global: Arc::new(global), metrics: SelfMetrics::default(), senders: vec![tx] }, rx)
-    }
-
-    /// Stamps the global labels and sends the batch to every sink; false once the sinks are gone.
-    pub async fn send(&self, mut batch: Batch) -> bool {
-        if batch.is_empty() {
-            return true;
-        }
-        batch.stamp(&self.global);
-        for tx in &self.senders {
-            if tx.send(batch.clone()).await.is_err() {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Records how a source's round went: self metrics on `/metrics`, and the same as points in `batch`.
-    pub fn report(&self, source: &'static str, now: i64, elapsed: Duration, ok: bool, batch: &mut Batch) {
-        let label = SourceLabel { source: source.to_string() };
-        self.metrics.source_duration.get_or_create(&label).set(elapsed.as_secs_f64());
-        self.metrics.source_success.get_or_create(&label).set(i64::from(ok));
-        self_points(source, now, elapsed, ok, batch);
-    }
-
     async fn run_polled(self, s: Scheduled, stop: watch::Receiver<bool>) {
         let Scheduled { source, interval, timeout } = s;
         let name = source.name();
@@ -231,20 +194,6 @@ impl Emit {
             }
         }
     }
-}
-
-/// The per-source self metrics as points, so they reach the store with the data.
-pub(crate) fn self_points(source: &str, now: i64, elapsed: Duration, ok: bool, batch: &mut Batch) {
-    batch.push(
-        Point::new("argus_collector", now)
-            .tag("source", source)
-            .field("source_duration_seconds", elapsed.as_secs_f64())
-            .field("source_success", if ok { 1.0 } else { 0.0 }),
-    );
-}
-
-pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 /// This machine's hostname; "localhost" when it cannot be read.

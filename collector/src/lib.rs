@@ -5,12 +5,13 @@
 //!
 //! Shape (see ARCHITECTURE.md): `config` is parsed, then validated, then built; a [`Source`] is a
 //! synchronous poller run on a blocking thread with a deadline, a [`source::Task`] an async task feeding
-//! the same [`agent::Emit`]; a failing source never fails a collection; sinks are async and deliver at
+//! the same [`emit::Emit`]; a failing source never fails a collection; sinks are async and deliver at
 //! least once, in order.
 
 pub mod agent;
 pub mod batch;
 pub mod config;
+pub mod emit;
 pub mod metrics;
 pub mod sink;
 pub mod source;

@@ -66,7 +66,7 @@ fn emitted() -> BTreeSet<String> {
         gpus: 2,
     };
     crate::source::replay::Replay::load(&replay).collect(1_000, &mut b).unwrap();
-    crate::agent::self_points("host", 1, std::time::Duration::from_millis(1), true, &mut b);
+    crate::emit::self_points("host", 1, std::time::Duration::from_millis(1), true, &mut b);
     let mut names: BTreeSet<String> =
         b.to_exposition().lines().map(|l| l[..l.find('{').unwrap()].to_string()).collect();
 

@@ -8,9 +8,9 @@
 //! failed, and reports the first failure; the agent keeps the points and marks the source unsuccessful.
 //! A failing source never fails a collection of the others (node_exporter's rule).
 
-use crate::agent::Emit;
 use crate::batch::Batch;
 use crate::config::Valid;
+use crate::emit::Emit;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;

@@ -11,6 +11,7 @@ pub mod block;
 mod bytes;
 pub mod chunk;
 mod db;
+mod float_text;
 mod head;
 pub mod http;
 mod metrics;

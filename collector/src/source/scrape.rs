@@ -8,9 +8,9 @@
 //! source's timeout, so a slow server never delays another.
 
 use super::{Task, Ticker};
-use crate::agent::{Emit, now_ms};
 use crate::batch::{Batch, Point};
 use crate::config::{ScrapeSettings, ScrapeTarget};
+use crate::emit::{Emit, now_ms};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};

@@ -9,9 +9,9 @@
 
 use super::tail::Tail;
 use super::{Task, Ticker};
-use crate::agent::{Emit, now_ms};
 use crate::batch::{Batch, Point};
 use crate::config::{TrainingLog, TrainingSettings};
+use crate::emit::{Emit, now_ms};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::future::Future;

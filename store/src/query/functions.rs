@@ -394,7 +394,7 @@ fn parse_go_float(s: &str) -> Option<f64> {
 /// `count_values` sets, spelled as the value appears in query answers.
 pub fn format_value(v: f64) -> String {
     let mut out = String::new();
-    crate::http::json::format_value(v, &mut out);
+    crate::float_text::format_value(v, &mut out);
     out
 }
 

@@ -10,8 +10,8 @@
 //! collector is stopping.
 
 use super::{Jobs, Report};
-use crate::agent::{Emit, now_ms};
 use crate::batch::Batch;
+use crate::emit::{Emit, now_ms};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
