@@ -200,6 +200,8 @@ pub async fn start(
     engine.number_incidents_after(db.last_incident_number()?);
     if cluster_settings.is_some() {
         engine.join_cluster();
+        // Alerts wait until the peers' state is merged (or the settle timeout passed).
+        engine.hold_intake();
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
     let started = Timestamp(now.as_millis() as i64);

@@ -465,6 +465,12 @@ impl Round {
         };
         if readiness.is_ready() && !was.is_ready() {
             tracing::info!("{}", readiness.describe());
+            // Alerts received while settling join the incidents just merged.
+            let held = self.engine.lock().release_intake(Timestamp(now_millis()));
+            self.engine.changed();
+            if held > 0 {
+                tracing::info!(alerts = held, "Alerts received while settling are taken in");
+            }
         }
         self.metrics.members.set(by_name.len() as i64);
         self.metrics.position.set(position as i64);

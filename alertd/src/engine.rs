@@ -69,6 +69,8 @@ pub struct Engine {
     clustered: bool,
     /// Where incident, backoff and flap state goes as it changes (alertd.db, and the cluster).
     memory: Option<Arc<dyn MemorySink>>,
+    /// Batches of alerts received while intake is held (`hold_intake`), in order.
+    held: Option<Vec<Vec<Alert>>>,
 }
 
 impl Engine {
@@ -131,7 +133,27 @@ impl Engine {
             peer_wait: Duration::ZERO,
             clustered: false,
             memory: None,
+            held: None,
         }
+    }
+
+    /// Holds the alerts received from now on until `release_intake`. A replica that starts beside
+    /// peers merges their state first (their open incidents among it): an alert that still fires then
+    /// joins the incident its peers hold, under their number, instead of opening one of its own that
+    /// they would not know. Nothing held is lost: it is ingested on release, in order.
+    pub fn hold_intake(&mut self) {
+        self.held.get_or_insert_with(Vec::new);
+    }
+
+    /// Ingests, at `now`, the alerts held since `hold_intake`, and takes alerts at once from then on.
+    /// Returns how many were held.
+    pub fn release_intake(&mut self, now: Timestamp) -> usize {
+        let Some(held) = self.held.take() else { return 0 };
+        let n = held.iter().map(Vec::len).sum();
+        for alerts in held {
+            self.ingest(now, alerts);
+        }
+        n
     }
 
     /// Hands every change of incident, backoff and flap state to `sink` from now on.
@@ -142,6 +164,17 @@ impl Engine {
     fn remember(&self, m: Option<Memory>) {
         if let (Some(sink), Some(m)) = (&self.memory, m) {
             sink.remember(&m);
+        }
+    }
+
+    /// Remembers incident `id` of `route_group` as it is now.
+    fn remember_incident(&mut self, route_group: &str, id: u64) {
+        if self.memory.is_none() {
+            return;
+        }
+        self.remember(self.incident_memory(route_group, id));
+        if let Some(c) = &mut self.correlator {
+            c.remembered(route_group, id);
         }
     }
 
@@ -228,7 +261,7 @@ impl Engine {
                 if !changed {
                     return false;
                 }
-                self.remember(self.incident_memory(&i.route_group, i.id));
+                self.remember_incident(&i.route_group, i.id);
             }
         }
         true
@@ -269,6 +302,10 @@ impl Engine {
     /// Takes in alerts received at `now`. Call `advance(now)` first, so timers due earlier fire
     /// before the new alerts are seen, and after, for groups that flush at once.
     pub fn ingest(&mut self, now: Timestamp, mut alerts: Vec<Alert>) {
+        if let Some(held) = &mut self.held {
+            held.push(alerts);
+            return;
+        }
         if self.clustered {
             // An incident is numbered by the alert that opens it: of a batch, the one that began
             // first. A replica that restarts receives the firing alerts again in one batch and so
@@ -295,13 +332,24 @@ impl Engine {
 
     /// Puts a stored alert into the group of each route it matches.
     fn dispatch(&mut self, alert: &Alert, now: Timestamp) {
+        let mut stale = Vec::new();
         for route in self.cfg.route.match_labels(&alert.labels) {
             let labels = route.group_labels(&alert.labels);
+            let group = route_group(route, &labels);
             let incident = match &mut self.correlator {
-                Some(c) => c.assign(&route_group(route, &labels), alert, now),
+                Some(c) => c.assign(&group, alert, now),
                 None => None,
             };
             self.dispatcher.insert(route, labels, incident, alert.clone(), now);
+            if let (Some(id), Some(c)) = (incident, &self.correlator)
+                && self.memory.is_some()
+                && c.stale(&group, id)
+            {
+                stale.push((group, id));
+            }
+        }
+        for (group, id) in stale {
+            self.remember_incident(&group, id);
         }
     }
 
@@ -320,6 +368,7 @@ impl Engine {
         next.armed = std::mem::take(&mut self.armed);
         next.set_peer_wait(self.peer_wait);
         next.memory = self.memory.clone();
+        next.held = self.held.take();
         if self.clustered {
             next.join_cluster();
         }
@@ -466,7 +515,9 @@ impl Engine {
         };
         if acked && let Some(c) = &self.correlator {
             let group = c.incidents().find(|(_, i)| i.id == id).map(|(g, _)| g.to_string());
-            self.remember(group.and_then(|g| self.incident_memory(&g, id)));
+            if let Some(g) = group {
+                self.remember_incident(&g, id);
+            }
         }
         acked
     }
@@ -476,7 +527,7 @@ impl Engine {
     fn escalate(&mut self, due: &Due) {
         self.send_escalation(due);
         // Done (sent, or found not to apply): replicas after this one skip it.
-        self.remember(self.incident_memory(&due.route_group, due.incident));
+        self.remember_incident(&due.route_group.clone(), due.incident);
     }
 
     fn send_escalation(&mut self, due: &Due) {
@@ -550,7 +601,7 @@ impl Engine {
             let route_group = group.route_group.clone();
             self.escalator.notified(id, &route_group, key, opened_at, at);
             self.remember(self.backoff_memory(&origin));
-            self.remember(self.incident_memory(&route_group, id));
+            self.remember_incident(&route_group, id);
         }
         ok
     }
@@ -585,7 +636,7 @@ impl Engine {
                 None => Vec::new(),
             };
             for (g, id) in open {
-                self.remember(self.incident_memory(&g, id));
+                self.remember_incident(&g, id);
             }
         }
     }

@@ -103,6 +103,8 @@ pub struct Incident {
     pub opened_at: Timestamp,
     /// The latest end of its alerts that a peer or an earlier process knew (see `merge_incident`).
     until: Timestamp,
+    /// The latest end of its alerts when it was last remembered (`Correlator::remembered`).
+    remembered: Timestamp,
 }
 
 impl Incident {
@@ -185,7 +187,8 @@ impl Correlator {
                 let origin = topo.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",");
                 let id = if self.by_content { content_id(fp, alert.starts_at) } else { self.next_id };
                 let (topology, members) = (BTreeSet::new(), HashMap::new());
-                list.push(Incident { id, origin, topology, members, opened_at: now, until: Timestamp(i64::MIN / 2) });
+                let never = Timestamp(i64::MIN / 2);
+                list.push(Incident { id, origin, topology, members, opened_at: now, until: never, remembered: never });
                 if !self.by_content {
                     self.next_id += 1;
                 }
@@ -259,8 +262,24 @@ impl Correlator {
             members: HashMap::new(),
             opened_at: Timestamp(m.opened_at),
             until: Timestamp(m.until),
+            remembered: Timestamp(m.until),
         });
         true
+    }
+
+    /// Notes that incident `id` of `group` was remembered as it is now.
+    pub fn remembered(&mut self, group: &str, id: u64) {
+        if let Some(i) = self.incidents.get_mut(group).and_then(|l| l.iter_mut().find(|i| i.id == id)) {
+            i.remembered = i.latest_end();
+        }
+    }
+
+    /// Whether incident `id` of `group` should be remembered again: its alerts now end more than a
+    /// quarter of the correlation window after what was last remembered. Alerts that keep firing
+    /// push their ends forward at every resend; a replica or a restart that read an end older than
+    /// the window would take the incident for closed, and open another for its next alert.
+    pub fn stale(&self, group: &str, id: u64) -> bool {
+        self.incident(group, id).is_some_and(|i| i.latest_end() > i.remembered + self.cfg.window / 4)
     }
 
     /// How many new alerts the next notification for `origin` needs at `now`.

@@ -198,8 +198,56 @@ fn a_restarted_replica_learns_the_backoff_and_the_incident_from_its_peer() {
     let mut later = host_alert("h1");
     later.labels.insert("alertname".into(), "GpuXid".into());
     later.starts_at = Some(at(35));
-    c.engine.post(at(41), vec![later]).unwrap();
+    c.engine.post(at(41), vec![later.clone()]).unwrap();
     c.engine.advance(at(200));
     let got = sent(&c.rec);
     assert!(got.iter().all(|n| n.2 == id), "{got:?} should be incident {id}");
+
+    // The alert arrives before the peer's memory: held until the merge, it joins the same incident.
+    let (_, mut d) = pair();
+    d.engine.hold_intake();
+    d.engine.post(at(41), vec![later]).unwrap();
+    assert_eq!(d.engine.alerts().count(), 0, "held");
+    for m in &items {
+        d.engine.merge_memory(m, at(42));
+    }
+    assert_eq!(d.engine.release_intake(at(42)), 1);
+    d.engine.advance(at(200));
+    let got = sent(&d.rec);
+    assert!(!got.is_empty() && got.iter().all(|n| n.2 == id), "{got:?} should be incident {id}");
+}
+
+/// An incident whose alerts keep firing is remembered again as their ends move on, so that a
+/// replica restarting long after its last notification still finds it open.
+#[test]
+fn a_long_running_incident_is_remembered_with_its_alerts_later_ends() {
+    let (mut a, _) = pair();
+    a.engine.post(at(0), vec![host_alert("h1")]).unwrap();
+    a.engine.advance(at(30));
+    let until = |r: &Replica| {
+        r.out.0.lock().unwrap().iter().rev().find_map(|m| match m {
+            Memory::Incident(i) => Some(i.until),
+            _ => None,
+        })
+    };
+    let first = until(&a).unwrap();
+    // Resent every minute with endsAt four minutes ahead, as Prometheus does, for an hour.
+    for min in 1..60 {
+        let mut again = host_alert("h1");
+        again.ends_at = Some(at(min * 60 + 240));
+        a.engine.post(at(min * 60), vec![again]).unwrap();
+        a.engine.advance(at(min * 60));
+    }
+    let last = until(&a).unwrap();
+    assert!(last >= at(59 * 60 + 240 - 150).0, "remembered until {last}, first {first}");
+    let (_, mut c) = pair();
+    gossip(&a, &mut c, at(3600));
+    let mut next = host_alert("h1");
+    next.labels.insert("alertname".into(), "GpuXid".into());
+    next.starts_at = Some(at(3600));
+    c.engine.post(at(3600), vec![next]).unwrap();
+    c.engine.advance(at(3700));
+    let id = a.rec.take()[0].message.argus.clone().unwrap().incident.unwrap().id;
+    let got = sent(&c.rec);
+    assert!(!got.is_empty() && got.iter().all(|n| n.2 == id), "{got:?} should be incident {id}");
 }
