@@ -61,10 +61,51 @@ pub const DEFAULT_SILENCE_UNTIL_RESOLVED_MAX: Duration = Duration::from_secs(7 *
 pub struct RulesConfig {
     /// As written; relative paths are read from the configuration file's directory.
     pub files: Vec<std::path::PathBuf>,
-    pub opts: crate::rules::group::EvalOptions,
-    pub builtins: crate::rules::builtin::Builtins,
+    pub opts: EvalOptions,
+    pub builtins: Builtins,
     /// Whether the default rule set built into the binary is evaluated too.
     pub defaults: bool,
+}
+
+/// Prometheus' defaults for the flags of the same names.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EvalOptions {
+    /// `--rules.alert.resend-delay`: how often a firing alert is sent again.
+    pub resend_delay: Duration,
+    /// `--rules.alert.for-grace-period`: the least time left before a restored alert fires.
+    pub for_grace_period: Duration,
+    /// `--rules.alert.for-outage-tolerance`: how old an `ALERTS_FOR_STATE` sample may be to restore from.
+    pub outage_tolerance: Duration,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions {
+            resend_delay: Duration::from_secs(60),
+            for_grace_period: Duration::from_secs(10 * 60),
+            outage_tolerance: Duration::from_secs(60 * 60),
+        }
+    }
+}
+
+/// `argus.rules` built-ins, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Builtins {
+    pub watchdog: bool,
+    /// HostDown's input: a metric every collector sends each collection. None: no HostDown.
+    pub host_down_metric: Option<String>,
+    /// How long a host may be silent before HostDown fires.
+    pub host_down_after: Duration,
+}
+
+impl Default for Builtins {
+    fn default() -> Self {
+        Builtins {
+            watchdog: true,
+            host_down_metric: Some("host_cpu_seconds_total".into()),
+            host_down_after: Duration::from_secs(120),
+        }
+    }
 }
 
 /// A configuration error: `file:line: field: reason` (the line when it can be found).

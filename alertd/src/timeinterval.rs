@@ -1,6 +1,7 @@
 //! Time intervals (Alertmanager's `time_intervals`): when a route is muted or active. UTC only.
 
-use crate::config::raw;
+pub mod raw;
+
 use crate::time::Timestamp;
 use std::ops::RangeInclusive;
 

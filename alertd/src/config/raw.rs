@@ -6,6 +6,8 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use std::collections::BTreeMap;
 
+pub use crate::timeinterval::raw::{TimeInterval, TimeRange};
+
 /// A key Alertmanager knows that alertd does not support yet.
 pub type Unsupported = Option<IgnoredAny>;
 
@@ -362,29 +364,6 @@ pub struct TimeIntervalSet {
     pub name: String,
     #[serde(default)]
     pub time_intervals: Vec<TimeInterval>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TimeInterval {
-    #[serde(default)]
-    pub times: Vec<TimeRange>,
-    #[serde(default)]
-    pub weekdays: Vec<String>,
-    #[serde(default)]
-    pub days_of_month: Vec<String>,
-    #[serde(default)]
-    pub months: Vec<String>,
-    #[serde(default)]
-    pub years: Vec<String>,
-    pub location: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TimeRange {
-    pub start_time: String,
-    pub end_time: String,
 }
 
 /// `argus:` — alertd's extensions. Alertmanager itself would refuse this key.

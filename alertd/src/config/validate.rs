@@ -3,7 +3,7 @@
 //! no positions after deserialisation).
 
 use super::raw;
-use super::{Config, ConfigError, RulesConfig, duration, im, matchers, scheduler};
+use super::{Builtins, Config, ConfigError, EvalOptions, RulesConfig, duration, im, matchers, scheduler};
 use crate::deliver::template::BodyTemplate;
 use crate::deliver::webhook::SIGNATURE_HEADER;
 use crate::escalate::EscalationRule;
@@ -12,8 +12,6 @@ use crate::incident::{CauseRule, CorrelationConfig};
 use crate::inhibit::InhibitRule;
 use crate::receiver::{Receiver, WebhookConfig};
 use crate::route::{GroupBy, Route, RouteOpts};
-use crate::rules::builtin::Builtins;
-use crate::rules::group::EvalOptions;
 use crate::timeinterval::TimeInterval;
 use argus_model::Secret;
 use argus_model::{MatchOp, Matcher};

@@ -5,6 +5,7 @@
 //! with the evaluation time.
 
 use super::{AlertingRule, RecordingRule, Rule, RuleGroup};
+pub use crate::config::Builtins;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -12,26 +13,6 @@ use std::time::Duration;
 pub const LAST_SEEN: &str = "argus_host_last_seen_timestamp_seconds";
 /// How far back HostDown looks for a host's last sample: a host silent longer is forgotten.
 const FORGET_AFTER: &str = "1d";
-
-/// `argus.rules` built-ins, validated.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Builtins {
-    pub watchdog: bool,
-    /// HostDown's input: a metric every collector sends each collection. None: no HostDown.
-    pub host_down_metric: Option<String>,
-    /// How long a host may be silent before HostDown fires.
-    pub host_down_after: Duration,
-}
-
-impl Default for Builtins {
-    fn default() -> Self {
-        Builtins {
-            watchdog: true,
-            host_down_metric: Some("host_cpu_seconds_total".into()),
-            host_down_after: Duration::from_secs(120),
-        }
-    }
-}
 
 /// The `argus-builtin` group evaluated every `interval`, or None when every built-in is off.
 pub fn group(b: &Builtins, interval: Duration) -> Option<RuleGroup> {

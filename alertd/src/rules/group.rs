@@ -9,6 +9,7 @@ use super::alerting::{ALERTS_FOR_STATE, AlertingState};
 use super::{RecordingRule, Rule, RuleGroup};
 use crate::alert::PostableAlert;
 use crate::clock::{Clock, TokioClock};
+pub use crate::config::EvalOptions;
 use crate::runner::Shared;
 use crate::time::Timestamp;
 use argus_model::{Labels, METRIC_NAME, Matcher, Sample};
@@ -35,27 +36,6 @@ impl AlertSink for Shared {
             tracing::warn!(%error, "Rule alerts refused");
         }
         self.changed();
-    }
-}
-
-/// Prometheus' defaults for the flags of the same names.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EvalOptions {
-    /// `--rules.alert.resend-delay`: how often a firing alert is sent again.
-    pub resend_delay: Duration,
-    /// `--rules.alert.for-grace-period`: the least time left before a restored alert fires.
-    pub for_grace_period: Duration,
-    /// `--rules.alert.for-outage-tolerance`: how old an `ALERTS_FOR_STATE` sample may be to restore from.
-    pub outage_tolerance: Duration,
-}
-
-impl Default for EvalOptions {
-    fn default() -> Self {
-        EvalOptions {
-            resend_delay: Duration::from_secs(60),
-            for_grace_period: Duration::from_secs(10 * 60),
-            outage_tolerance: Duration::from_secs(60 * 60),
-        }
     }
 }
 
