@@ -2,10 +2,16 @@
 //! named after what it talks to (`webhook`, `slack`, `dingtalk`, `feishu`, `wecom`, `email`,
 //! `scheduler`); the kind is also its config key (`<kind>_configs`) and the middle of its
 //! notification-log name.
+//!
+//! These are settings only, validated by `config` and acted on by `deliver`; nothing here reaches
+//! either, so both can build on it.
 
-use crate::deliver::template::BodyTemplate;
+pub mod template;
+
 use argus_model::Secret;
+use std::path::PathBuf;
 use std::time::Duration;
+use template::BodyTemplate;
 
 /// A named receiver and its integrations.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -18,7 +24,7 @@ pub struct Receiver {
     pub wecom: Vec<RobotConfig>,
     pub email: Vec<EmailConfig>,
     /// `scheduler_configs` (alertd's own): events and capacity plans to a cluster scheduler.
-    pub scheduler: Vec<crate::deliver::scheduler::SchedulerConfig>,
+    pub scheduler: Vec<SchedulerConfig>,
     /// `argus.rate_limit`: each integration sends at most `max` messages per `per`; what the limit
     /// holds goes out batched as one message.
     pub rate_limit: Option<(u32, Duration)>,
@@ -111,8 +117,99 @@ pub enum EmailTls {
     None,
 }
 
+/// A validated `scheduler_configs` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedulerConfig {
+    /// A secret, as the webhook's: scheduler URLs may carry tokens.
+    pub url: Secret,
+    /// Signs each body with HMAC-SHA256 in `signature_header`.
+    pub hmac_secret: Option<SecretSource>,
+    pub signature_header: String,
+    /// `http_config.authorization`: the `Authorization` header's scheme and credentials.
+    pub authorization: Option<(String, SecretSource)>,
+    /// `http_config.tls_config.ca_file`, trusted besides the global CAs.
+    pub ca_file: Option<PathBuf>,
+    /// `events: [critical]`: alerts routed to the receiver.
+    pub critical: bool,
+    /// `events: [capacity]`: the analyzer's capacity plans, on change.
+    pub capacity: bool,
+    /// Default true, as the webhook's.
+    pub send_resolved: bool,
+    pub timeout: Duration,
+    /// GPU fault remediation; None unless enabled with a target.
+    pub remediation: Option<RemediationConfig>,
+}
+
+/// A secret written in the configuration, or the file it is read from when receivers are built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SecretSource {
+    Inline(Secret),
+    File(PathBuf),
+}
+
+impl SecretSource {
+    /// The secret; a file's trailing newline is not part of it.
+    pub fn read(&self) -> Result<Secret, String> {
+        match self {
+            SecretSource::Inline(s) => Ok(s.clone()),
+            SecretSource::File(p) => match std::fs::read_to_string(p) {
+                Ok(s) => Ok(Secret::new(s.trim_end_matches(['\n', '\r']))),
+                Err(e) => Err(format!("{}: {e}", p.display())),
+            },
+        }
+    }
+}
+
+/// A validated `remediation` section with at least one target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemediationConfig {
+    /// Record what would be done, do nothing.
+    pub dry_run: bool,
+    /// The label naming the node; when unset `node`, then `host`, then `instance` without its port.
+    pub node_label: Option<String>,
+    pub kubernetes: Option<KubernetesConfig>,
+    pub slurm: Option<SlurmConfig>,
+}
+
+/// The service account's files in a pod.
+pub const IN_CLUSTER_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+pub const IN_CLUSTER_CA: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+/// The API server's name inside a cluster.
+pub const IN_CLUSTER_URL: &str = "https://kubernetes.default.svc";
+pub const DEFAULT_TAINT_KEY: &str = "argus.io/gpu-fault";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KubernetesConfig {
+    pub api_url: String,
+    pub bearer_token_file: PathBuf,
+    /// None: the system's CAs only.
+    pub ca_file: Option<PathBuf>,
+    pub action: NodeAction,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeAction {
+    /// `<key>=<reason>:<effect>`; effect `NoSchedule` or `NoExecute`.
+    Taint { key: String, effect: String },
+    /// Condition `ArgusGPUFault=True` with the fault as its reason.
+    Condition,
+}
+
+pub const DEFAULT_SCONTROL: &str = "scontrol";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlurmConfig {
+    /// The `scontrol` program: a path, or a name looked up in `PATH`.
+    pub scontrol: PathBuf,
+    pub timeout: Duration,
+}
+
 /// Default request timeout of every HTTP integration.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The signature header when the config names none.
+pub const SIGNATURE_HEADER: &str = "X-Argus-Signature";
 
 impl Receiver {
     /// Every integration that notifications go to, in a fixed order: webhook, slack, dingtalk,

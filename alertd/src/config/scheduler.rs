@@ -6,12 +6,11 @@ use super::ConfigError;
 use super::im::url;
 use super::raw;
 use super::validate::Ctx;
-use crate::deliver::scheduler::remediation::RemediationConfig;
-use crate::deliver::scheduler::remediation::kubernetes::{self, KubernetesConfig, NodeAction};
-use crate::deliver::scheduler::remediation::slurm::{self, SlurmConfig};
-use crate::deliver::scheduler::{SchedulerConfig, SecretSource};
-use crate::deliver::webhook::SIGNATURE_HEADER;
-use crate::receiver::{DEFAULT_TIMEOUT, Receiver};
+use crate::receiver::{
+    DEFAULT_SCONTROL, DEFAULT_TAINT_KEY, DEFAULT_TIMEOUT, IN_CLUSTER_CA, IN_CLUSTER_TOKEN, IN_CLUSTER_URL,
+    KubernetesConfig, NodeAction, Receiver, RemediationConfig, SIGNATURE_HEADER, SchedulerConfig, SecretSource,
+    SlurmConfig,
+};
 use argus_model::Secret;
 
 pub(super) fn receivers(c: &Ctx, r: &raw::Receiver, field: &str, out: &mut Receiver) -> Result<(), ConfigError> {
@@ -94,13 +93,13 @@ fn remediation(c: &Ctx, r: &raw::Remediation, f: &str) -> Result<RemediationConf
         None => None,
         Some(k) => {
             let kf = format!("{f}kubernetes.");
-            let api_url = k.api_url.clone().unwrap_or_else(|| kubernetes::IN_CLUSTER_URL.into());
+            let api_url = k.api_url.clone().unwrap_or_else(|| IN_CLUSTER_URL.into());
             if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
                 return Err(c.err(format!("{kf}api_url"), "api_url:", "not an http(s) URL"));
             }
             let action = match k.action.as_deref() {
                 None | Some("taint") => {
-                    let key = k.taint_key.clone().unwrap_or_else(|| kubernetes::DEFAULT_TAINT_KEY.into());
+                    let key = k.taint_key.clone().unwrap_or_else(|| DEFAULT_TAINT_KEY.into());
                     let valid = |s: &str| {
                         !s.is_empty()
                             && s.len() <= 253
@@ -145,10 +144,10 @@ fn remediation(c: &Ctx, r: &raw::Remediation, f: &str) -> Result<RemediationConf
             let in_cluster = k.api_url.is_none();
             Some(KubernetesConfig {
                 api_url,
-                bearer_token_file: c.path(k.bearer_token_file.as_deref().unwrap_or(kubernetes::IN_CLUSTER_TOKEN)),
+                bearer_token_file: c.path(k.bearer_token_file.as_deref().unwrap_or(IN_CLUSTER_TOKEN)),
                 ca_file: match (&k.ca_file, in_cluster) {
                     (Some(p), _) => Some(c.path(p)),
-                    (None, true) => Some(kubernetes::IN_CLUSTER_CA.into()),
+                    (None, true) => Some(IN_CLUSTER_CA.into()),
                     (None, false) => None,
                 },
                 action,
@@ -160,7 +159,7 @@ fn remediation(c: &Ctx, r: &raw::Remediation, f: &str) -> Result<RemediationConf
         None => None,
         Some(s) => {
             let timeout = c.duration(&format!("{f}slurm.timeout"), "timeout", &s.timeout, DEFAULT_TIMEOUT)?;
-            let scontrol = s.scontrol.clone().unwrap_or_else(|| slurm::DEFAULT_SCONTROL.into());
+            let scontrol = s.scontrol.clone().unwrap_or_else(|| DEFAULT_SCONTROL.into());
             if scontrol.is_empty() {
                 return Err(c.err(format!("{f}slurm.scontrol"), "scontrol:", "empty"));
             }
@@ -266,14 +265,5 @@ mod tests {
                 r#"/etc/argus/alertd.yml:5: receivers[0].scheduler_configs[0].http_config: unknown field `proxy_url`, expected `authorization` or `tls_config`"#
             ]],
         );
-    }
-
-    #[test]
-    fn the_pipeline_sees_only_schedulers_taking_critical_events() {
-        let src = "route: {receiver: s}\nreceivers:\n  - name: s\n    scheduler_configs:\n      - {url: 'http://a/', events: [capacity]}\n      - {url: 'http://b/'}\n";
-        let c = parse(src, "alertd.yml").unwrap();
-        let kinds: Vec<_> = c.receivers["s"].integrations().iter().map(|i| format!("{}/{}", i.kind, i.index)).collect();
-        assert_eq!(kinds, ["scheduler/1"]);
-        assert_eq!(crate::deliver::build(&c).unwrap().keys().collect::<Vec<_>>(), ["s/scheduler/0", "s/scheduler/1"]);
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use argus_model::Labels;
 use expect_test::{Expect, expect};
 
 /// Parses `src` as `alertd.yml`; shows the route tree or the error.
@@ -320,4 +321,66 @@ fn escalation_rules() {
         .assert_eq(&err("argus:\n  correlation: {}\n  escalation:\n    - {receiver: r}\n"));
     expect!["alertd.yml:8: argus.escalation[0].after: must be longer than zero"]
         .assert_eq(&err("argus:\n  correlation: {}\n  escalation:\n    - {after: 0s, receiver: r}\n"));
+}
+
+#[test]
+fn first_match_and_continue() {
+    let cfg = parse(
+        r#"
+route:
+  receiver: default
+  group_by: [alertname]
+  routes:
+    - matchers: ['severity="critical"']
+      receiver: pager
+      continue: true
+    - matchers: ['team=~"gpu|net"']
+      receiver: gpu-team
+      group_by: ['...']
+    - matchers: ['team="gpu"']
+      receiver: never
+receivers: [{name: default}, {name: pager}, {name: gpu-team}, {name: never}]
+"#,
+        "t.yml",
+    )
+    .unwrap();
+    let show = |pairs: &[(&str, &str)]| {
+        cfg.route
+            .match_labels(&Labels::from_pairs(pairs.iter().copied()))
+            .iter()
+            .map(|r| format!("{} ({})", r.opts.receiver, r.key))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    expect![[r#"pager ({}/{severity="critical"}), gpu-team ({}/{team=~"gpu|net"})"#]]
+        .assert_eq(&show(&[("severity", "critical"), ("team", "gpu")]));
+    expect!["default ({})"].assert_eq(&show(&[("team", "db")]));
+    expect![[r#"gpu-team ({}/{team=~"gpu|net"})"#]].assert_eq(&show(&[("team", "net")]));
+}
+
+#[test]
+fn sibling_ids_differ_only_where_keys_collide() {
+    let cfg = parse(
+        r#"
+route:
+  receiver: a
+  routes:
+    - {matchers: ['x="1"'], receiver: a, continue: true}
+    - matchers: ['x="1"']
+      receiver: b
+      routes: [{matchers: ['y="2"'], receiver: b}]
+    - {matchers: ['x="2"'], receiver: b}
+receivers: [{name: a}, {name: b}]
+"#,
+        "t.yml",
+    )
+    .unwrap();
+    let ids: Vec<String> = cfg.route.walk().iter().map(|r| format!("{} {}", r.key, r.id)).collect();
+    expect![[r#"
+        {} {}
+        {}/{x="1"} {}/{x="1"}
+        {}/{x="1"} {}/{x="1"}/1
+        {}/{x="1"}/{y="2"} {}/{x="1"}/1/{y="2"}
+        {}/{x="2"} {}/{x="2"}"#]]
+    .assert_eq(&ids.join("\n"));
 }

@@ -4,13 +4,12 @@
 
 use super::raw;
 use super::{Builtins, Config, ConfigError, EvalOptions, RulesConfig, duration, im, matchers, scheduler};
-use crate::deliver::template::BodyTemplate;
-use crate::deliver::webhook::SIGNATURE_HEADER;
 use crate::escalate::EscalationRule;
 use crate::flap::FlapConfig;
 use crate::incident::{CauseRule, CorrelationConfig};
 use crate::inhibit::InhibitRule;
-use crate::receiver::{Receiver, WebhookConfig};
+use crate::receiver::template::BodyTemplate;
+use crate::receiver::{Receiver, SIGNATURE_HEADER, WebhookConfig};
 use crate::route::{GroupBy, Route, RouteOpts};
 use crate::timeinterval::TimeInterval;
 use argus_model::Secret;

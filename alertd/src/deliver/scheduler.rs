@@ -8,6 +8,8 @@
 pub mod capacity;
 pub mod remediation;
 
+pub use crate::receiver::{SchedulerConfig, SecretSource};
+
 use super::webhook::sign_hex;
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
 use crate::notify::Notification;
@@ -16,54 +18,9 @@ use crate::webhook::Message;
 use argus_model::Secret;
 use capacity::CapacityPlan;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
-use std::time::Duration;
 
 /// The version of the body's shape; a change that breaks a reader gets a new one.
 pub const VERSION: &str = "1";
-
-/// A validated `scheduler_configs` entry.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SchedulerConfig {
-    /// A secret, as the webhook's: scheduler URLs may carry tokens.
-    pub url: Secret,
-    /// Signs each body with HMAC-SHA256 in `signature_header`.
-    pub hmac_secret: Option<SecretSource>,
-    pub signature_header: String,
-    /// `http_config.authorization`: the `Authorization` header's scheme and credentials.
-    pub authorization: Option<(String, SecretSource)>,
-    /// `http_config.tls_config.ca_file`, trusted besides the global CAs.
-    pub ca_file: Option<PathBuf>,
-    /// `events: [critical]`: alerts routed to the receiver.
-    pub critical: bool,
-    /// `events: [capacity]`: the analyzer's capacity plans, on change.
-    pub capacity: bool,
-    /// Default true, as the webhook's.
-    pub send_resolved: bool,
-    pub timeout: Duration,
-    /// GPU fault remediation; None unless enabled with a target.
-    pub remediation: Option<remediation::RemediationConfig>,
-}
-
-/// A secret written in the configuration, or the file it is read from when receivers are built.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SecretSource {
-    Inline(Secret),
-    File(PathBuf),
-}
-
-impl SecretSource {
-    /// The secret; a file's trailing newline is not part of it.
-    pub fn read(&self) -> Result<Secret, String> {
-        match self {
-            SecretSource::Inline(s) => Ok(s.clone()),
-            SecretSource::File(p) => match std::fs::read_to_string(p) {
-                Ok(s) => Ok(Secret::new(s.trim_end_matches(['\n', '\r']))),
-                Err(e) => Err(format!("{}: {e}", p.display())),
-            },
-        }
-    }
-}
 
 /// What a message is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

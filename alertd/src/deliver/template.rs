@@ -6,53 +6,18 @@
 //! `{{ .ExternalURL }}`, `{{ .TruncatedAlerts }}`, `{{ .Alerts }}` (the array);
 //! `{{ .GroupLabels.NAME }}`, `{{ .CommonLabels.NAME }}`, `{{ .CommonAnnotations.NAME }}` ("" when
 //! absent); `{{ .Title }}` and `{{ .Text }}`, the default English message.
+//!
+//! The parsed template is a receiver setting (`receiver::template`); rendering it is here.
+
+pub use crate::receiver::template::BodyTemplate;
 
 use super::text::{self, Markup};
 use crate::receiver::Language;
+use crate::receiver::template::{Field, Part};
 use crate::webhook::{Kv, Message};
 use serde_json::{Value, json};
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct BodyTemplate(Vec<Part>);
-
-#[derive(Debug, Clone, PartialEq)]
-enum Part {
-    Text(String),
-    Field(Field),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Field {
-    Whole,
-    Receiver,
-    Status,
-    GroupKey,
-    ExternalUrl,
-    TruncatedAlerts,
-    Alerts,
-    Title,
-    Text,
-    GroupLabel(String),
-    CommonLabel(String),
-    CommonAnnotation(String),
-}
-
 impl BodyTemplate {
-    /// Parses a template; the error names the placeholder that is not known.
-    pub fn parse(src: &str) -> Result<BodyTemplate, String> {
-        let mut parts = Vec::new();
-        let mut rest = src;
-        while let Some(open) = rest.find("{{") {
-            parts.push(Part::Text(rest[..open].to_string()));
-            let after = &rest[open + 2..];
-            let close = after.find("}}").ok_or_else(|| "a {{ is not closed".to_string())?;
-            parts.push(Part::Field(field(after[..close].trim())?));
-            rest = &after[close + 2..];
-        }
-        parts.push(Part::Text(rest.to_string()));
-        Ok(BodyTemplate(parts))
-    }
-
     /// The body for `m`; an error when the result is not JSON.
     pub fn render(&self, m: &Message) -> Result<Vec<u8>, String> {
         let mut out = String::new();
@@ -65,32 +30,6 @@ impl BodyTemplate {
         serde_json::from_str::<Value>(&out).map_err(|e| format!("body template does not give json: {e}"))?;
         Ok(out.into_bytes())
     }
-}
-
-fn field(name: &str) -> Result<Field, String> {
-    let label = |prefix: &str| name.strip_prefix(prefix).filter(|l| !l.is_empty()).map(str::to_string);
-    Ok(match name {
-        "." => Field::Whole,
-        ".Receiver" => Field::Receiver,
-        ".Status" => Field::Status,
-        ".GroupKey" => Field::GroupKey,
-        ".ExternalURL" => Field::ExternalUrl,
-        ".TruncatedAlerts" => Field::TruncatedAlerts,
-        ".Alerts" => Field::Alerts,
-        ".Title" => Field::Title,
-        ".Text" => Field::Text,
-        _ => {
-            if let Some(l) = label(".GroupLabels.") {
-                Field::GroupLabel(l)
-            } else if let Some(l) = label(".CommonLabels.") {
-                Field::CommonLabel(l)
-            } else if let Some(l) = label(".CommonAnnotations.") {
-                Field::CommonAnnotation(l)
-            } else {
-                return Err(format!("unknown placeholder {{{{ {name} }}}}"));
-            }
-        }
-    })
 }
 
 fn value(f: &Field, m: &Message) -> Value {

@@ -1,14 +1,13 @@
 //! The webhook integration: Alertmanager's webhook v4 body as JSON, with the `Idempotency-Key`
 //! header and, when a secret is configured, an HMAC-SHA256 signature of the body.
 
+pub use crate::receiver::SIGNATURE_HEADER;
+
 use super::sign::{hex, hmac_sha256};
 use super::template::BodyTemplate;
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
 use crate::notify::Notification;
 use argus_model::Secret;
-
-/// The signature header when the config names none.
-pub const SIGNATURE_HEADER: &str = "X-Argus-Signature";
 
 pub struct Webhook {
     pub target: HttpTarget,

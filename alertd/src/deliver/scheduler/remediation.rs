@@ -9,6 +9,8 @@
 pub mod kubernetes;
 pub mod slurm;
 
+pub use crate::receiver::RemediationConfig;
+
 use super::super::{BoxFuture, DeliverError, Integration};
 use super::{Body, Kind, VERSION};
 use crate::alert::Status;
@@ -19,17 +21,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-
-/// A validated `remediation` section with at least one target.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RemediationConfig {
-    /// Record what would be done, do nothing.
-    pub dry_run: bool,
-    /// The label naming the node; when unset `node`, then `host`, then `instance` without its port.
-    pub node_label: Option<String>,
-    pub kubernetes: Option<kubernetes::KubernetesConfig>,
-    pub slurm: Option<slurm::SlurmConfig>,
-}
 
 /// A GPU fault on a node, as the remediation message carries it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ use crate::alert::Status;
 use crate::outbox::{self, Outbox, tests::notification};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn scheduler(url: &str, secret: Option<&str>, capacity: bool) -> Scheduler {
     Scheduler {
@@ -168,4 +169,13 @@ fn secrets_are_read_from_their_files_when_built() {
     let err = Scheduler::build("sched", 0, &cfg, &reqwest::Client::new(), &[]).err().unwrap().to_string();
     assert!(err.starts_with("request failed: receivers \"sched\" scheduler_configs[0].hmac_secret: "), "{err}");
     assert!(err.contains("missing"), "the file is named: {err}");
+}
+
+#[test]
+fn the_pipeline_sees_only_schedulers_taking_critical_events() {
+    let src = "route: {receiver: s}\nreceivers:\n  - name: s\n    scheduler_configs:\n      - {url: 'http://a/', events: [capacity]}\n      - {url: 'http://b/'}\n";
+    let c = crate::config::parse(src, "alertd.yml").unwrap();
+    let kinds: Vec<_> = c.receivers["s"].integrations().iter().map(|i| format!("{}/{}", i.kind, i.index)).collect();
+    assert_eq!(kinds, ["scheduler/1"]);
+    assert_eq!(super::super::build(&c).unwrap().keys().collect::<Vec<_>>(), ["s/scheduler/0", "s/scheduler/1"]);
 }

@@ -3,41 +3,19 @@
 //! written back with its `resourceVersion`, so a concurrent change is a conflict to retry rather than
 //! a lost taint); a condition is merged into the status by its `type` (strategic merge patch).
 
+pub use crate::receiver::{
+    DEFAULT_TAINT_KEY, IN_CLUSTER_CA, IN_CLUSTER_TOKEN, IN_CLUSTER_URL, KubernetesConfig, NodeAction,
+};
+
 use super::super::super::http::classify;
 use super::super::super::{BoxFuture, DeliverError};
 use super::{Fault, Outcome, Target};
 use crate::time::Timestamp;
 use serde_json::{Value, json};
-use std::path::PathBuf;
-use std::time::Duration;
 
-/// The service account's files in a pod.
-pub const IN_CLUSTER_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
-pub const IN_CLUSTER_CA: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
-/// The API server's name inside a cluster.
-pub const IN_CLUSTER_URL: &str = "https://kubernetes.default.svc";
-pub const DEFAULT_TAINT_KEY: &str = "argus.io/gpu-fault";
 pub const CONDITION_TYPE: &str = "ArgusGPUFault";
 /// Strategic merge patch: Kubernetes' own patch type, merging `conditions` by `type`.
 pub const PATCH_CONTENT_TYPE: &str = "application/strategic-merge-patch+json";
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct KubernetesConfig {
-    pub api_url: String,
-    pub bearer_token_file: PathBuf,
-    /// None: the system's CAs only.
-    pub ca_file: Option<PathBuf>,
-    pub action: NodeAction,
-    pub timeout: Duration,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum NodeAction {
-    /// `<key>=<reason>:<effect>`; effect `NoSchedule` or `NoExecute`.
-    Taint { key: String, effect: String },
-    /// Condition `ArgusGPUFault=True` with the fault as its reason.
-    Condition,
-}
 
 pub struct Kubernetes {
     pub cfg: KubernetesConfig,

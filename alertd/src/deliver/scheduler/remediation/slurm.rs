@@ -2,21 +2,14 @@
 //! `scontrol update NodeName=<node> State=DRAIN Reason="argus: <reason> (<alertname>)"`. Running jobs
 //! finish; no new job starts on it until an operator resumes it.
 
+pub use crate::receiver::{DEFAULT_SCONTROL, SlurmConfig};
+
 use super::super::super::{BoxFuture, DeliverError};
 use super::{Fault, Outcome, Target};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-
-pub const DEFAULT_SCONTROL: &str = "scontrol";
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SlurmConfig {
-    /// The `scontrol` program: a path, or a name looked up in `PATH`.
-    pub scontrol: PathBuf,
-    pub timeout: Duration,
-}
 
 pub struct Slurm {
     pub cfg: SlurmConfig,
