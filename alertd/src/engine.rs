@@ -193,7 +193,7 @@ impl Engine {
             topology: i.topology().cloned().collect(),
             until: until.0,
             notified: progress.as_ref().map(|p| (p.group_key.clone(), p.notified_at.0)),
-            acked: progress.as_ref().is_some_and(|p| p.acked),
+            ack: i.ack.clone(),
             escalated: progress.map(|p| p.done).unwrap_or_default(),
             expires_at: (until + c.cfg.window).0,
         }))
@@ -253,7 +253,7 @@ impl Engine {
                     let p = crate::escalate::Progress {
                         group_key: group_key.clone(),
                         notified_at: Timestamp(*at),
-                        acked: i.acked,
+                        acked: i.ack.is_some(),
                         done: i.escalated.clone(),
                     };
                     changed |= self.escalator.merge(i.id, &i.route_group, held.opened_at, &p);
@@ -506,20 +506,25 @@ impl Engine {
 
     /// Acknowledges incident `id` opened at `opened_at` (as the history database names it): its
     /// escalations still due are dropped. False when the engine does not hold that incident.
-    pub fn acknowledge(&mut self, id: u64, opened_at: Timestamp) -> bool {
+    pub fn acknowledge(&mut self, id: u64, opened_at: Timestamp, ack: crate::memory::Acknowledgement) -> bool {
         // In a cluster an incident's number is the same on every replica but each opened it at its
         // own time: the number names it.
-        let acked = match self.clustered {
+        let same = |i: &crate::incident::Incident| self.clustered || i.opened_at == opened_at;
+        let group = self
+            .correlator
+            .as_ref()
+            .and_then(|c| c.incidents().find(|(_, i)| i.id == id && same(i)).map(|(g, _)| g.to_string()));
+        let escalations = match self.clustered {
             true => self.escalator.acknowledge_id(id),
             false => self.escalator.acknowledge(id, opened_at),
         };
-        if acked && let Some(c) = &self.correlator {
-            let group = c.incidents().find(|(_, i)| i.id == id).map(|(g, _)| g.to_string());
-            if let Some(g) = group {
-                self.remember_incident(&g, id);
-            }
+        let Some(group) = group else { return escalations };
+        if let Some(c) = &mut self.correlator {
+            c.acknowledge(id, ack);
         }
-        acked
+        // Remembered with it, so peers and a restart know who acknowledged it.
+        self.remember_incident(&group, id);
+        true
     }
 
     /// Notifies an unacknowledged incident to its escalation rule's receiver, when it still has a

@@ -105,6 +105,8 @@ pub struct Incident {
     until: Timestamp,
     /// The latest end of its alerts when it was last remembered (`Correlator::remembered`).
     remembered: Timestamp,
+    /// Its first acknowledgement, made here or on a peer.
+    pub ack: Option<crate::memory::Acknowledgement>,
 }
 
 impl Incident {
@@ -188,7 +190,16 @@ impl Correlator {
                 let id = if self.by_content { content_id(fp, alert.starts_at) } else { self.next_id };
                 let (topology, members) = (BTreeSet::new(), HashMap::new());
                 let never = Timestamp(i64::MIN / 2);
-                list.push(Incident { id, origin, topology, members, opened_at: now, until: never, remembered: never });
+                list.push(Incident {
+                    id,
+                    origin,
+                    topology,
+                    members,
+                    opened_at: now,
+                    until: never,
+                    remembered: never,
+                    ack: None,
+                });
                 if !self.by_content {
                     self.next_id += 1;
                 }
@@ -245,11 +256,12 @@ impl Correlator {
         let topo: BTreeSet<(String, String)> = m.topology.iter().cloned().collect();
         let list = self.incidents.entry(m.route_group.clone()).or_default();
         if let Some(i) = list.iter_mut().find(|i| i.id == m.id) {
-            let before = (i.topology.len(), i.opened_at, i.until);
+            let before = (i.topology.len(), i.opened_at, i.until, i.ack.clone());
             i.topology.extend(topo);
             i.opened_at = i.opened_at.min(Timestamp(m.opened_at));
             i.until = i.until.max(Timestamp(m.until));
-            return before != (i.topology.len(), i.opened_at, i.until);
+            i.ack = crate::memory::Acknowledgement::first(i.ack.take(), m.ack.clone());
+            return before != (i.topology.len(), i.opened_at, i.until, i.ack.clone());
         }
         if now >= Timestamp(m.until) + window || topo.is_empty() || list.iter().any(|i| !i.topology.is_disjoint(&topo))
         {
@@ -263,7 +275,18 @@ impl Correlator {
             opened_at: Timestamp(m.opened_at),
             until: Timestamp(m.until),
             remembered: Timestamp(m.until),
+            ack: m.ack.clone(),
         });
+        true
+    }
+
+    /// Records the acknowledgement of incident `id` (the first one stands). False when no open
+    /// incident has that number.
+    pub fn acknowledge(&mut self, id: u64, ack: crate::memory::Acknowledgement) -> bool {
+        let Some(i) = self.incidents.values_mut().flat_map(|l| l.iter_mut()).find(|i| i.id == id) else {
+            return false;
+        };
+        i.ack = crate::memory::Acknowledgement::first(i.ack.take(), Some(ack));
         true
     }
 

@@ -39,12 +39,32 @@ pub struct IncidentMemory {
     /// Its group key and the time of its first notification (which starts escalation clocks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notified: Option<(String, i64)>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub acked: bool,
+    /// The first acknowledgement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack: Option<Acknowledgement>,
     /// Escalation rules (by their index in the configuration) that have gone out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub escalated: Vec<usize>,
     pub expires_at: i64,
+}
+
+/// Who acknowledged an incident, when and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Acknowledgement {
+    pub at: i64,
+    pub by: String,
+    pub comment: String,
+}
+
+impl Acknowledgement {
+    /// Of two acknowledgements, the one that stands: the first (at the same time, the lesser by
+    /// name and comment, so that every replica picks the same).
+    pub fn first(a: Option<Acknowledgement>, b: Option<Acknowledgement>) -> Option<Acknowledgement> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if (a.at, &a.by, &a.comment) <= (b.at, &b.by, &b.comment) { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// The notification times of one incident origin within the backoff window.
@@ -187,7 +207,7 @@ mod tests {
                 topology: vec![("host".into(), "n1".into())],
                 until: 9,
                 notified: Some(("k".into(), 6)),
-                acked: true,
+                ack: Some(Acknowledgement { at: 7, by: "sre".into(), comment: "on it".into() }),
                 escalated: vec![0],
                 expires_at: 100,
             }),

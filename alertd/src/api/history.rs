@@ -157,9 +157,11 @@ pub async fn ack_incident(
     let ack = Ack { at: s.engine.now(), by: b.by, comment: b.comment };
     match s.db.ack_incident(id, &ack)? {
         Some(row) => {
-            // Escalations still due for it stop (the engine holds incidents of this process only).
+            // Escalations still due for it stop (the engine holds incidents of this process only),
+            // and the acknowledgement that stands goes to the engine's memory, for the cluster.
+            let stands = row.acknowledged.clone().unwrap_or_else(|| ack.clone());
             if let Ok(engine_id) = u64::try_from(row.engine_id)
-                && s.engine.lock().acknowledge(engine_id, row.opened_at)
+                && s.engine.lock().acknowledge(engine_id, row.opened_at, stands.into())
             {
                 s.engine.changed();
             }

@@ -24,6 +24,12 @@ pub struct Ack {
     pub comment: String,
 }
 
+impl From<Ack> for crate::memory::Acknowledgement {
+    fn from(a: Ack) -> Self {
+        crate::memory::Acknowledgement { at: a.at.0, by: a.by, comment: a.comment }
+    }
+}
+
 /// One incident as `GET /api/v1/incidents` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct IncidentRow {

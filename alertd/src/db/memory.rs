@@ -39,13 +39,29 @@ impl DbMemory {
 
 impl MemorySink for DbMemory {
     fn remember(&self, m: &Memory) {
-        let r = self.db.conn().execute(
+        let conn = self.db.conn();
+        let r = conn.execute(
             "INSERT INTO memory (key, value, expires_at) VALUES (?1, ?2, ?3)
              ON CONFLICT (key) DO UPDATE SET value = ?2, expires_at = ?3",
             params![m.key(), m.value(), m.expires_at().0],
         );
         if let Err(error) = r {
             tracing::error!(key = %m.key(), %error, "Engine memory not stored");
+        }
+        // An acknowledgement made on a peer shows in this replica's history of the incident too
+        // (made here, the row has it already: the first one stands).
+        if let Memory::Incident(i) = m
+            && let Some(ack) = &i.ack
+            && let Ok(engine_id) = i64::try_from(i.id)
+        {
+            let r = conn.execute(
+                "UPDATE incidents SET acked_at = ?2, acked_by = ?3, ack_comment = ?4
+                 WHERE engine_id = ?1 AND acked_at IS NULL",
+                params![engine_id, ack.at, ack.by, ack.comment],
+            );
+            if let Err(error) = r {
+                tracing::error!(incident = i.id, %error, "Acknowledgement not recorded in the history");
+            }
         }
     }
 

@@ -264,3 +264,47 @@ fn history_older_than_the_retention_is_pruned() {
         crate::config::parse(&format!("{}argus:\n  history_retention: 0s\n", fixture::config(&[])), "a.yml").is_err()
     );
 }
+
+/// An acknowledgement that reaches this alertd as engine memory (made on a peer) marks the
+/// incident's history row, unless the row has one already: the first one stands.
+#[test]
+fn an_acknowledgement_remembered_from_a_peer_marks_the_history() {
+    use crate::memory::{Acknowledgement, IncidentMemory, Memory, MemorySink};
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    let db = Arc::new(Db::open(dir.path()).unwrap());
+    let yaml = "route: {receiver: team, group_by: [cluster], group_wait: 30s}\n\
+         receivers: [{name: team, webhook_configs: [{url: 'http://localhost:5001/'}]}]\n\
+         argus:\n  correlation: {labels: [host]}\n";
+    let cfg = crate::config::parse(yaml, "test.yml").unwrap();
+    let notifier = Arc::new(HistoryNotifier { inner: rec.clone(), db: db.clone() });
+    let mut e = Engine::new(
+        cfg,
+        Arc::new(DbSilences::load(db.clone()).unwrap()),
+        Arc::new(DbLog::load(db.clone()).unwrap()),
+        notifier,
+    );
+    run(&mut e, &rec, at(0), vec![alert("HostDown", "h1")], at(60));
+    let row = db.incidents(Range { start: T0, end: at(1000), limit: 10 }).unwrap().remove(0);
+    assert_eq!(row.acknowledged, None);
+    let remembered = |by: &str, t: u64| {
+        Memory::Incident(IncidentMemory {
+            v: 1,
+            route_group: "g".into(),
+            id: row.engine_id as u64,
+            origin: "host=h1".into(),
+            opened_at: T0.0,
+            topology: vec![("host".into(), "h1".into())],
+            until: at(600).0,
+            notified: None,
+            ack: Some(Acknowledgement { at: at(t).0, by: by.into(), comment: "on it".into() }),
+            escalated: vec![],
+            expires_at: at(1200).0,
+        })
+    };
+    let kept = DbMemory::new(db.clone());
+    kept.remember(&remembered("oncall", 100));
+    kept.remember(&remembered("later", 200));
+    let acked = db.incident(row.id).unwrap().unwrap().acknowledged.unwrap();
+    assert_eq!((acked.at, acked.by.as_str(), acked.comment.as_str()), (at(100), "oncall", "on it"));
+}

@@ -49,6 +49,10 @@ fn sent(rec: &Recorder) -> Vec<(i64, String, u64)> {
         .collect()
 }
 
+fn ack(by: &str) -> crate::memory::Acknowledgement {
+    crate::memory::Acknowledgement { at: at(40).0, by: by.into(), comment: "looking".into() }
+}
+
 /// A lone alertd on its database, as `src/alertd.rs` starts one: its memory comes back first.
 fn start(dir: &std::path::Path, rec: Arc<Recorder>, now: Timestamp) -> Engine {
     let db = Arc::new(crate::db::Db::open(dir).unwrap());
@@ -80,7 +84,7 @@ fn a_restarted_lone_alertd_keeps_its_incidents_escalation_timers_and_acknowledge
         n.message.argus.as_ref().unwrap().incident.clone().unwrap()
     };
     let (h1, h2) = (incident("h1"), incident("h2"));
-    assert!(e.acknowledge(h2.id, h2.opened_at));
+    assert!(e.acknowledge(h2.id, h2.opened_at, ack("sre")));
     drop(e);
 
     // The restart: Prometheus resends the firing alerts.
@@ -174,7 +178,13 @@ fn an_acknowledgement_on_one_replica_stops_the_escalation_on_the_other() {
     let inc = first.message.argus.unwrap().incident.unwrap();
     gossip(&a, &mut b, at(31));
     // Acknowledged on b (whose history has its own opening time), a learns it.
-    assert!(b.engine.acknowledge(inc.id, at(1)));
+    assert!(b.engine.acknowledge(inc.id, at(1), ack("oncall")));
+    let told = b.out.0.lock().unwrap().clone();
+    let who = told.iter().find_map(|m| match m {
+        Memory::Incident(i) => i.ack.as_ref().map(|a| a.by.clone()),
+        _ => None,
+    });
+    assert_eq!(who.as_deref(), Some("oncall"), "who acknowledged travels with it");
     gossip(&b, &mut a, at(40));
     a.engine.advance(at(2000));
     b.engine.advance(at(2000));

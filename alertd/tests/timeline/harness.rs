@@ -93,7 +93,12 @@ impl Timeline {
                         .find(|i| i.id == id)
                         .map(|i| i.opened_at)
                         .expect("acknowledging an incident that was notified");
-                    assert!(engine.acknowledge(id, opened_at), "incident {id} is tracked");
+                    let ack = argus_alertd::memory::Acknowledgement {
+                        at: now.0,
+                        by: "timeline".into(),
+                        comment: String::new(),
+                    };
+                    assert!(engine.acknowledge(id, opened_at, ack), "incident {id} is tracked");
                 }
                 Step::SilenceUntilResolved(matchers) => {
                     assert!(engine.firing_matches(&matchers, now), "silencing firing alerts");
