@@ -6,8 +6,9 @@
 //!
 //! Adding an endpoint: annotate its handler with `#[utoipa::path]` and name it in its crate's
 //! `paths(...)` (for a handler in src/, in `ServeApi`'s below; a router merged only in some
-//! configurations gets a flag in `Parts`). `tests.rs` fails when a route (a `.route` call) in src/, store/,
-//! alertd/ or analyzer/ is missing from the document.
+//! configurations gets a flag in `Parts`); in alertd, register it with `routes!` in `api::routes`,
+//! which documents what it routes. `tests.rs` fails when a route (a `.route` call) in src/, store/
+//! or analyzer/ is missing from the document.
 
 use crate::auth;
 use axum::http::Method;

@@ -19,8 +19,10 @@ use axum::extract::DefaultBodyLimit;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use std::sync::Arc;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// The largest request body accepted by default.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
@@ -51,23 +53,32 @@ pub struct State {
 /// Re-reads and applies the configuration, all or nothing: an error leaves the running one as it was.
 pub type Reload = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
+/// The routes of alertd's API, each documented by its handler's `#[utoipa::path]`.
+fn routes() -> OpenApiRouter<State> {
+    OpenApiRouter::with_openapi(openapi::AlertdApi::openapi())
+        .routes(routes!(alerts::get_alerts, alerts::post_alerts))
+        .routes(routes!(alerts::get_groups))
+        .routes(routes!(alerts::get_status))
+        .routes(routes!(alerts::get_receivers))
+        .routes(routes!(silences::get_silences, silences::post_silence))
+        .routes(routes!(silences::get_silence, silences::delete_silence))
+        .routes(routes!(history::get_incidents))
+        .routes(routes!(history::ack_incident))
+        .routes(routes!(history::silence_incident))
+        .routes(routes!(history::get_notifications))
+        .routes(routes!(reload::post_reload))
+}
+
 /// The routes of alertd's API.
 pub fn router(state: State) -> Router {
     let limit = state.max_body_bytes;
-    Router::new()
-        .route("/api/v2/alerts", get(alerts::get_alerts).post(alerts::post_alerts))
-        .route("/api/v2/alerts/groups", get(alerts::get_groups))
-        .route("/api/v2/silences", get(silences::get_silences).post(silences::post_silence))
-        .route("/api/v2/silence/{id}", get(silences::get_silence).delete(silences::delete_silence))
-        .route("/api/v2/status", get(alerts::get_status))
-        .route("/api/v2/receivers", get(alerts::get_receivers))
-        .route("/api/v1/incidents", get(history::get_incidents))
-        .route("/api/v1/incidents/{id}/ack", post(history::ack_incident))
-        .route("/api/v1/incidents/{id}/silence", post(history::silence_incident))
-        .route("/api/v1/notifications", get(history::get_notifications))
-        .route("/-/reload", post(reload::post_reload))
-        .layer(DefaultBodyLimit::max(limit))
-        .with_state(state)
+    let (router, _) = routes().split_for_parts();
+    router.layer(DefaultBodyLimit::max(limit)).with_state(state)
+}
+
+/// alertd's part of `/api/openapi.json`: the operations of [`router`] and [`capacity::router`].
+pub fn document() -> utoipa::openapi::OpenApi {
+    routes().into_openapi().merge_from(capacity::routes().into_openapi())
 }
 
 /// An API v2 error. Alertmanager answers errors with a JSON string (`BadRequest` and

@@ -42,7 +42,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn routes_in_source() -> BTreeSet<(String, String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["src", "store/src", "alertd/src", "analyzer/src"] {
+    // alertd's routes are registered with utoipa-axum's `routes!`, which documents what it routes.
+    for dir in ["src", "store/src", "analyzer/src"] {
         rust_files(&root.join(dir), &mut files);
     }
     let mut out = BTreeSet::new();
@@ -90,7 +91,7 @@ fn every_route_served_is_in_the_document() {
     // The demo's notification receiver listens on a loopback port of its own, not on `argus serve`'s.
     assert!(routes.remove(&("POST".into(), "/".into(), "src/demo.rs".into())), "the demo receiver's route moved");
     // The scan itself works: it sees routes of every crate.
-    for known in ["/api/v1/query", "/api/v2/silences", "/api/v1/anomalies", "/api/openapi.json"] {
+    for known in ["/api/v1/query", "/api/v1/anomalies", "/api/openapi.json"] {
         assert!(routes.iter().any(|(_, p, _)| p == known), "the source scan missed {known}: {routes:?}");
     }
     let missing: Vec<String> = routes
@@ -103,7 +104,8 @@ fn every_route_served_is_in_the_document() {
         "routes served but not in /api/openapi.json; annotate their handlers with #[utoipa::path] and list \
          them in their crate's OpenApi: {missing:#?}"
     );
-    let routed: BTreeSet<(String, String)> = routes.into_iter().map(|(m, p, _)| (m, p)).collect();
+    let mut routed: BTreeSet<(String, String)> = routes.into_iter().map(|(m, p, _)| (m, p)).collect();
+    routed.extend(operations(&argus_alertd::api::document()));
     let extra: Vec<_> = ops.difference(&routed).collect();
     assert!(extra.is_empty(), "operations in the document that no route serves: {extra:?}");
 }

@@ -11,10 +11,11 @@ use argus_store_api::openapi::PromError;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::routing::post;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// The request body: the plans whose recommended capacity changed.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -29,12 +30,15 @@ pub struct Queued {
     pub queued: usize,
 }
 
+/// The route, documented by its handler's `#[utoipa::path]`.
+pub(super) fn routes() -> OpenApiRouter<(Arc<OutboxNotifier>, usize)> {
+    OpenApiRouter::new().routes(routes!(post_capacity))
+}
+
 /// The route, sending through `notifier`'s outbox.
 pub fn router(notifier: Arc<OutboxNotifier>, max_body_bytes: usize) -> Router {
-    Router::new()
-        .route("/api/v1/scheduler/capacity", post(post_capacity))
-        .layer(axum::extract::DefaultBodyLimit::max(max_body_bytes))
-        .with_state((notifier, max_body_bytes))
+    let (router, _) = routes().split_for_parts();
+    router.layer(axum::extract::DefaultBodyLimit::max(max_body_bytes)).with_state((notifier, max_body_bytes))
 }
 
 /// Queues capacity plans for the scheduler receivers that take them.

@@ -1,6 +1,7 @@
 //! The OpenAPI document of alertd's API: Alertmanager's API v2 (the shapes of Alertmanager 0.25's
 //! api/v2/openapi.yaml) and the history API in the Prometheus envelope. The handlers carry their own
-//! `#[utoipa::path]`; adding an endpoint is annotating its handler and naming it in `paths(...)`.
+//! `#[utoipa::path]`; adding an endpoint is annotating its handler and routing it with `routes!`, whose
+//! operations the router adds to the document.
 
 // Schema-only types: the answers are built from the handlers' own types.
 #![allow(dead_code)]
@@ -15,37 +16,18 @@ pub(super) const AM_TAG: &str = "alertmanager";
 pub(super) const HISTORY_TAG: &str = "incidents";
 pub(super) const SCHEDULER_TAG: &str = "scheduler";
 
+/// What the document says besides its operations: the routers built with `routes!` add those from
+/// their handlers.
 #[derive(OpenApi)]
-#[openapi(
-    paths(
-        super::alerts::get_alerts,
-        super::alerts::post_alerts,
-        super::alerts::get_groups,
-        super::alerts::get_status,
-        super::alerts::get_receivers,
-        super::silences::get_silences,
-        super::silences::post_silence,
-        super::silences::get_silence,
-        super::silences::delete_silence,
-        super::history::get_incidents,
-        super::history::ack_incident,
-        super::history::silence_incident,
-        super::history::get_notifications,
-        super::reload::post_reload,
-        super::capacity::post_capacity,
-    ),
-    tags(
-        (name = AM_TAG, description = "Alertmanager's API v2: alerts, groups, silences, status, receivers"),
-        (name = HISTORY_TAG, description = "alertd's history: incidents (with acknowledgement) and notifications"),
-        (name = SCHEDULER_TAG, description = "Capacity plans for the scheduler receivers"),
-    ),
-)]
-struct AlertdApi;
+#[openapi(tags(
+    (name = AM_TAG, description = "Alertmanager's API v2: alerts, groups, silences, status, receivers"),
+    (name = HISTORY_TAG, description = "alertd's history: incidents (with acknowledgement) and notifications"),
+    (name = SCHEDULER_TAG, description = "Capacity plans for the scheduler receivers"),
+))]
+pub(super) struct AlertdApi;
 
 /// alertd's part of `/api/openapi.json`.
-pub fn document() -> utoipa::openapi::OpenApi {
-    AlertdApi::openapi()
-}
+pub use super::document;
 
 /// Alertmanager's error body: a JSON string saying what is wrong.
 #[derive(ToSchema)]

@@ -440,3 +440,36 @@ async fn an_incident_silenced_until_resolved_is_unsilenced_when_it_resolves() {
     assert_eq!(a.post(&format!("/api/v1/incidents/{id}/silence"), bad).await.0, 400);
     timers.abort();
 }
+
+/// The document lists what `router` and `capacity::router` serve, as `routes!` registers it.
+#[test]
+fn the_document_lists_every_operation_served() {
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    let mut ops: Vec<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| item.as_object().unwrap().keys().map(move |m| format!("{} {path}", m.to_uppercase())))
+        .collect();
+    ops.sort();
+    assert_eq!(
+        ops,
+        [
+            "DELETE /api/v2/silence/{id}",
+            "GET /api/v1/incidents",
+            "GET /api/v1/notifications",
+            "GET /api/v2/alerts",
+            "GET /api/v2/alerts/groups",
+            "GET /api/v2/receivers",
+            "GET /api/v2/silence/{id}",
+            "GET /api/v2/silences",
+            "GET /api/v2/status",
+            "POST /-/reload",
+            "POST /api/v1/incidents/{id}/ack",
+            "POST /api/v1/incidents/{id}/silence",
+            "POST /api/v1/scheduler/capacity",
+            "POST /api/v2/alerts",
+            "POST /api/v2/silences",
+        ]
+    );
+}
