@@ -7,7 +7,9 @@ usage: python3 bench/alertd_replica_cpu.py [--storm storm.jsonl | --shared ../sh
 
 The workload is the alert storm of make_storm.py, cut into batches of 64 alerts with their times rewritten
 to now (as bench/alertd_throughput.py does). One run is either
-- lone: one `argus serve --role alertd` (config/alertd.yml as shipped, incident correlation on), or
+- lone: three independent `argus serve --role alertd` (config/alertd.yml as shipped, incident
+  correlation on), each fed the whole stream by its own writer, so that they share the 2-core machine as
+  the replicas do and only the cluster differs (--lone-servers 1 runs one alone), or
 - cluster: three replicas of the same as one cluster (`[alertd.cluster]`, default gossip and peer timeout),
   every batch posted to every replica (as Prometheus posts to every Alertmanager), one writer per replica.
 Each server's utime+stime is read from /proc once it answers ready and 3 s have passed, and again
@@ -32,7 +34,12 @@ import storm_vs_alertmanager as svm  # noqa: E402
 def one_run(kind, a, batches, n_alerts, rec, run_dir):
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
-    servers = alertd_servers(run_dir, 1, rec.port, a.argus_bin, a.alertd_config, 15, 3 if kind == "cluster" else 1)
+    if kind == "cluster":
+        servers = alertd_servers(run_dir, 1, rec.port, a.argus_bin, a.alertd_config, 15, 3)
+    else:
+        servers = [s for i in range(a.lone_servers)
+                   for s in alertd_servers(os.path.join(run_dir, f"lone{i}"), 1, rec.port, a.argus_bin,
+                                           a.alertd_config, 15, 1)]
     try:
         for s in servers:
             s.wait_ready()
@@ -76,6 +83,7 @@ def main():
     ap.add_argument("--limit", type=int, default=50000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tail-s", type=float, default=10)
+    ap.add_argument("--lone-servers", type=int, default=3, help="lone servers run side by side in a lone run")
     ap.add_argument("--argus-bin", default=os.path.join(ROOT, "target", "release", "argus"))
     ap.add_argument("--alertd-config", default=os.path.join(ROOT, "config", "alertd.yml"))
     ap.add_argument("--work-dir", default="/tmp/argus-replica-cpu")
@@ -97,6 +105,7 @@ def main():
     med = {k: statistics.median(r["mean_cpu_s_per_1000_alerts"] for r in runs if r["kind"] == k)
            for k in ("lone", "cluster")}
     res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "alerts": n_alerts, "repeat": a.repeat,
+           "lone_servers": a.lone_servers,
            "median_cpu_s_per_1000_alerts": med, "replica_over_lone": round(med["cluster"] / med["lone"], 3),
            "runs": runs}
     print(json.dumps({k: v for k, v in res.items() if k != "runs"}, indent=1))
