@@ -688,6 +688,6 @@ impl Engine {
 }
 
 #[cfg(test)]
-mod memory_tests;
+pub(crate) mod memory_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -308,3 +308,55 @@ fn an_acknowledgement_remembered_from_a_peer_marks_the_history() {
     let acked = db.incident(row.id).unwrap().unwrap().acknowledged.unwrap();
     assert_eq!((acked.at, acked.by.as_str(), acked.comment.as_str()), (at(100), "oncall", "on it"));
 }
+
+// === the engine's memory across a restart (crate::memory) ===
+
+use crate::engine::memory_tests::{self as mem, escalating, host_alert};
+
+/// A lone alertd on its database, as `src/alertd.rs` starts one: its memory comes back first.
+fn start_lone(dir: &std::path::Path, rec: Arc<Recorder>, now: Timestamp) -> Engine {
+    let db = Arc::new(Db::open(dir).unwrap());
+    let log = Arc::new(DbLog::load(db.clone()).unwrap());
+    let kept = Arc::new(DbMemory::new(db.clone()));
+    let mut e = Engine::new(escalating(), Arc::new(crate::silence::MemSilences::default()), log, rec);
+    e.number_incidents_after(db.last_incident_number().unwrap());
+    e.remember_with(kept.clone());
+    for m in kept.load(now).unwrap() {
+        e.merge_memory(&m, now);
+    }
+    e
+}
+
+/// Before the engine's memory was kept, a restarted alertd opened a new incident for alerts that
+/// were still firing (a second page under a new number) and forgot escalation timers and
+/// acknowledgements.
+#[test]
+fn a_restarted_lone_alertd_keeps_its_incidents_escalation_timers_and_acknowledgements() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    let mut e = start_lone(dir.path(), rec.clone(), at(0));
+    e.post(at(0), vec![host_alert("h1"), host_alert("h2")]).unwrap();
+    e.advance(at(30));
+    let first = rec.take();
+    assert_eq!(first.len(), 2, "one incident per host");
+    let incident = |host: &str| {
+        let n = first.iter().find(|n| n.message.common_labels.get("host").map(String::as_str) == Some(host)).unwrap();
+        n.message.argus.as_ref().unwrap().incident.clone().unwrap()
+    };
+    let (h1, h2) = (incident("h1"), incident("h2"));
+    assert!(e.acknowledge(h2.id, h2.opened_at, mem::ack("sre")));
+    drop(e);
+
+    // The restart: Prometheus resends the firing alerts.
+    let rec = Arc::new(Recorder::default());
+    let mut e = start_lone(dir.path(), rec.clone(), at(100));
+    e.post(at(100), vec![host_alert("h1"), host_alert("h2")]).unwrap();
+    e.advance(at(200));
+    assert_eq!(mem::sent(&rec), [], "the same incidents, already notified");
+    e.advance(at(1000));
+    assert_eq!(
+        mem::sent(&rec),
+        [(930, "lead".to_string(), h1.id)],
+        "h1 escalates on its first clock; h2 was acknowledged"
+    );
+}

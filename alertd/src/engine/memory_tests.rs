@@ -1,5 +1,6 @@
-//! The engine's memory (`crate::memory`): kept across a restart of a lone alertd, and shared by
-//! replicas so that they hold, escalate and acknowledge alike.
+//! The engine's memory (`crate::memory`), shared by replicas so that they hold, escalate and
+//! acknowledge alike. Its helpers also serve the test of a lone alertd's restart on its database
+//! (`db/tests.rs`), which lives with the database so that the engine's tests need nothing from it.
 
 use super::*;
 use crate::memory::Memory;
@@ -8,15 +9,15 @@ use crate::notify::Recorder;
 use crate::silence::MemSilences;
 use std::sync::Mutex;
 
-const T0: Timestamp = Timestamp(1_600_000_000_000);
+pub(crate) const T0: Timestamp = Timestamp(1_600_000_000_000);
 
-fn at(s: u64) -> Timestamp {
+pub(crate) fn at(s: u64) -> Timestamp {
     T0 + Duration::from_secs(s)
 }
 
 /// Correlation by host, and an escalation of critical incidents to `lead` 15 minutes after their
 /// first notification; alerts stay firing for an hour without a resend.
-fn escalating() -> Config {
+pub(crate) fn escalating() -> Config {
     let yaml = "global: {resolve_timeout: 1h}\n\
          route: {receiver: team, group_by: [cluster], group_wait: 30s}\n\
          receivers:\n  - {name: team, webhook_configs: [{url: 'http://localhost:5001/'}]}\n\
@@ -25,7 +26,7 @@ fn escalating() -> Config {
     crate::config::parse(yaml, "test.yml").unwrap()
 }
 
-fn host_alert(host: &str) -> PostableAlert {
+pub(crate) fn host_alert(host: &str) -> PostableAlert {
     PostableAlert {
         labels: [("alertname", "HostDown"), ("host", host), ("severity", "critical")]
             .iter()
@@ -39,7 +40,7 @@ fn host_alert(host: &str) -> PostableAlert {
 }
 
 /// (seconds since T0, receiver, incident number) of each notification.
-fn sent(rec: &Recorder) -> Vec<(i64, String, u64)> {
+pub(crate) fn sent(rec: &Recorder) -> Vec<(i64, String, u64)> {
     rec.take()
         .iter()
         .map(|n| {
@@ -49,52 +50,8 @@ fn sent(rec: &Recorder) -> Vec<(i64, String, u64)> {
         .collect()
 }
 
-fn ack(by: &str) -> crate::memory::Acknowledgement {
+pub(crate) fn ack(by: &str) -> crate::memory::Acknowledgement {
     crate::memory::Acknowledgement { at: at(40).0, by: by.into(), comment: "looking".into() }
-}
-
-/// A lone alertd on its database, as `src/alertd.rs` starts one: its memory comes back first.
-fn start(dir: &std::path::Path, rec: Arc<Recorder>, now: Timestamp) -> Engine {
-    let db = Arc::new(crate::db::Db::open(dir).unwrap());
-    let log = Arc::new(crate::db::DbLog::load(db.clone()).unwrap());
-    let kept = Arc::new(crate::db::DbMemory::new(db.clone()));
-    let mut e = Engine::new(escalating(), Arc::new(MemSilences::default()), log, rec);
-    e.number_incidents_after(db.last_incident_number().unwrap());
-    e.remember_with(kept.clone());
-    for m in kept.load(now).unwrap() {
-        e.merge_memory(&m, now);
-    }
-    e
-}
-
-/// Before the engine's memory was kept, a restarted alertd opened a new incident for alerts that
-/// were still firing (a second page under a new number) and forgot escalation timers and
-/// acknowledgements.
-#[test]
-fn a_restarted_lone_alertd_keeps_its_incidents_escalation_timers_and_acknowledgements() {
-    let dir = tempfile::tempdir().unwrap();
-    let rec = Arc::new(Recorder::default());
-    let mut e = start(dir.path(), rec.clone(), at(0));
-    e.post(at(0), vec![host_alert("h1"), host_alert("h2")]).unwrap();
-    e.advance(at(30));
-    let first = rec.take();
-    assert_eq!(first.len(), 2, "one incident per host");
-    let incident = |host: &str| {
-        let n = first.iter().find(|n| n.message.common_labels.get("host").map(String::as_str) == Some(host)).unwrap();
-        n.message.argus.as_ref().unwrap().incident.clone().unwrap()
-    };
-    let (h1, h2) = (incident("h1"), incident("h2"));
-    assert!(e.acknowledge(h2.id, h2.opened_at, ack("sre")));
-    drop(e);
-
-    // The restart: Prometheus resends the firing alerts.
-    let rec = Arc::new(Recorder::default());
-    let mut e = start(dir.path(), rec.clone(), at(100));
-    e.post(at(100), vec![host_alert("h1"), host_alert("h2")]).unwrap();
-    e.advance(at(200));
-    assert_eq!(sent(&rec), [], "the same incidents, already notified");
-    e.advance(at(1000));
-    assert_eq!(sent(&rec), [(930, "lead".to_string(), h1.id)], "h1 escalates on its first clock; h2 was acknowledged");
 }
 
 /// A sink that collects what an engine remembers, as the cluster's outgoing queue does.

@@ -7,7 +7,7 @@ use crate::fixture;
 
 const T0: Timestamp = Timestamp(1_600_000_000_000);
 
-fn at(s: u64) -> Timestamp {
+pub(crate) fn at(s: u64) -> Timestamp {
     T0 + Duration::from_secs(s)
 }
 
@@ -85,7 +85,7 @@ fn housekeeping_prunes_finished_outbox_entries_after_the_retention() {
     assert_eq!(outbox.count(State::Pending).unwrap(), pending, "pending entries stay, however old");
 }
 
-fn correlated(window: &str) -> Config {
+pub(crate) fn correlated(window: &str) -> Config {
     let yaml = format!(
         "route: {{receiver: team, group_by: [cluster], group_wait: 30s}}\n\
          receivers: [{{name: team, webhook_configs: [{{url: 'http://localhost:5001/'}}]}}]\n\
@@ -94,7 +94,7 @@ fn correlated(window: &str) -> Config {
     crate::config::parse(&yaml, "test.yml").unwrap()
 }
 
-fn host_alert(host: &str) -> PostableAlert {
+pub(crate) fn host_alert(host: &str) -> PostableAlert {
     let mut a = alert("HostDown");
     a.labels.insert("host".into(), host.into());
     a
@@ -159,69 +159,6 @@ fn reload_keeps_an_update_waiting_for_update_interval() {
     let got = rec.take();
     assert_eq!(got.len(), 1, "{:?}", got.iter().map(|n| n.at).collect::<Vec<_>>());
     assert!(got[0].at >= at(330) && got[0].message.alerts.len() == 3, "{:?}", got[0].at);
-}
-
-// === replicas of a cluster, simulated: two engines, their notification logs merged by hand ===
-
-/// Two replicas receive the same alerts (at slightly different times); the first notifies at once and
-/// publishes its log entry as pending; the second waits its position (`peer_wait`) and, the first
-/// being alive, holds back: one notification. When the first dies with a notification undelivered,
-/// the second notifies after its wait, under the same group key and idempotency key.
-#[test]
-fn replicas_notify_once_by_position_and_the_next_takes_over_with_the_same_key() {
-    use crate::cluster::state::{Item, Outgoing, ReplicatedLog};
-    let replica = |name: &str, wait: u64| {
-        let rec = Arc::new(Recorder::default());
-        let out = Outgoing::default();
-        let log = Arc::new(ReplicatedLog::new(Arc::new(MemLog::default()), out.clone(), name));
-        let mut e = Engine::new(correlated("10m"), Arc::new(MemSilences::default()), log.clone(), rec.clone());
-        e.join_cluster();
-        e.set_peer_wait(Duration::from_secs(wait));
-        (e, rec, log, out)
-    };
-    // What gossip does: each replica's published entries merged into the other's log.
-    let gossip = |from: &Outgoing, to: &ReplicatedLog| {
-        for item in from.take() {
-            if let Item::Log { group_key, recipient, entry, pending } = item {
-                to.merge(&group_key, &recipient, entry, pending);
-            }
-        }
-    };
-    let (mut a, rec_a, log_a, out_a) = replica("a", 0);
-    let (mut b, rec_b, log_b, out_b) = replica("b", 15);
-    log_b.set_live(["a".to_string()]);
-    let mut alert = host_alert("h1");
-    alert.starts_at = Some(at(0));
-    a.post(at(0), vec![alert.clone()]).unwrap();
-    b.post(at(1), vec![alert.clone()]).unwrap();
-    a.advance(at(30));
-    let first = rec_a.take();
-    assert_eq!(first.len(), 1);
-    // a's entry reaches b while a is still delivering it (pending).
-    gossip(&out_a, &log_b);
-    b.advance(at(60));
-    assert!(rec_b.take().is_empty(), "the second replica held back for the first's pending notification");
-    log_a.confirm(&first[0].message.group_key, &first[0].integration);
-    gossip(&out_a, &log_b);
-    gossip(&out_b, &log_a);
-
-    // A second host's alert: a notifies, then dies before delivering it.
-    let mut second = host_alert("h2");
-    second.starts_at = Some(at(100));
-    a.post(at(100), vec![second.clone()]).unwrap();
-    b.post(at(100), vec![second]).unwrap();
-    a.advance(at(130));
-    let owed = rec_a.take();
-    assert_eq!(owed.len(), 1);
-    gossip(&out_a, &log_b);
-    log_b.set_live(Vec::new());
-    b.advance(at(130));
-    assert!(rec_b.take().is_empty(), "still waiting its position");
-    b.advance(at(145));
-    let sent = rec_b.take();
-    assert_eq!(sent.len(), 1, "the second replica took over");
-    assert_eq!(crate::outbox::idempotency_key(&owed[0]), crate::outbox::idempotency_key(&sent[0]));
-    assert_eq!(owed[0].message.group_key, sent[0].message.group_key);
 }
 
 /// Incident numbers come from the incident's first alert, so replicas that receive it at different
