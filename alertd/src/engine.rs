@@ -161,8 +161,12 @@ impl Engine {
         self.memory = Some(sink);
     }
 
-    fn remember(&self, m: Option<Memory>) {
-        if let (Some(sink), Some(m)) = (&self.memory, m) {
+    /// Hands what `item` builds to the sink; builds nothing without one (ingestion calls this for
+    /// every state change).
+    fn remember(&self, item: impl FnOnce(&Self) -> Option<Memory>) {
+        if let Some(sink) = &self.memory
+            && let Some(m) = item(self)
+        {
             sink.remember(&m);
         }
     }
@@ -172,7 +176,7 @@ impl Engine {
         if self.memory.is_none() {
             return;
         }
-        self.remember(self.incident_memory(route_group, id));
+        self.remember(|e| e.incident_memory(route_group, id));
         if let Some(c) = &mut self.correlator {
             c.remembered(route_group, id);
         }
@@ -234,7 +238,7 @@ impl Engine {
                 if !c.merge_sent(&b.origin, &times) {
                     return false;
                 }
-                self.remember(self.backoff_memory(&b.origin));
+                self.remember(|e| e.backoff_memory(&b.origin));
             }
             Memory::Flap(f) => {
                 let Some(d) = &mut self.flap else { return false };
@@ -242,7 +246,7 @@ impl Engine {
                 if !d.merge(f.fingerprint, &changes, f.flapping) {
                     return false;
                 }
-                self.remember(self.flap_memory(f.fingerprint));
+                self.remember(|e| e.flap_memory(f.fingerprint));
             }
             Memory::Incident(i) => {
                 let Some(c) = &mut self.correlator else { return false };
@@ -322,7 +326,7 @@ impl Engine {
                 for (at, _status) in &put.changes {
                     f.change(fp, *at);
                 }
-                self.remember(self.flap_memory(fp));
+                self.remember(|e| e.flap_memory(fp));
             }
             self.inhibitor.observe(&put.alert);
             self.dispatch(&put.alert, now);
@@ -379,8 +383,8 @@ impl Engine {
         if same(&next.cfg.correlation, &self.cfg.correlation) {
             next.correlator = self.correlator.take();
             if same(&next.cfg.escalation, &self.cfg.escalation) {
+                // Its delay is this engine's peer wait already, which `next` has too.
                 next.escalator = std::mem::take(&mut self.escalator);
-                next.escalator.set_delay(next.peer_wait);
             }
         }
         let held: Vec<Alert> = next.store.iter().cloned().collect();
@@ -509,15 +513,13 @@ impl Engine {
     pub fn acknowledge(&mut self, id: u64, opened_at: Timestamp, ack: crate::memory::Acknowledgement) -> bool {
         // In a cluster an incident's number is the same on every replica but each opened it at its
         // own time: the number names it.
-        let same = |i: &crate::incident::Incident| self.clustered || i.opened_at == opened_at;
-        let group = self
-            .correlator
-            .as_ref()
-            .and_then(|c| c.incidents().find(|(_, i)| i.id == id && same(i)).map(|(g, _)| g.to_string()));
-        let escalations = match self.clustered {
-            true => self.escalator.acknowledge_id(id),
-            false => self.escalator.acknowledge(id, opened_at),
-        };
+        let opened_at = (!self.clustered).then_some(opened_at);
+        let group = self.correlator.as_ref().and_then(|c| {
+            c.incidents()
+                .find(|(_, i)| i.id == id && opened_at.is_none_or(|o| i.opened_at == o))
+                .map(|(g, _)| g.to_string())
+        });
+        let escalations = self.escalator.acknowledge(id, opened_at);
         let Some(group) = group else { return escalations };
         if let Some(c) = &mut self.correlator {
             c.acknowledge(id, ack);
@@ -532,7 +534,7 @@ impl Engine {
     fn escalate(&mut self, due: &Due) {
         self.send_escalation(due);
         // Done (sent, or found not to apply): replicas after this one skip it.
-        self.remember_incident(&due.route_group.clone(), due.incident);
+        self.remember_incident(&due.route_group, due.incident);
     }
 
     fn send_escalation(&mut self, due: &Due) {
@@ -605,7 +607,7 @@ impl Engine {
             c.record_sent(&origin, at);
             let route_group = group.route_group.clone();
             self.escalator.notified(id, &route_group, key, opened_at, at);
-            self.remember(self.backoff_memory(&origin));
+            self.remember(|e| e.backoff_memory(&origin));
             self.remember_incident(&route_group, id);
         }
         ok
@@ -635,14 +637,6 @@ impl Engine {
         }
         if let Some(sink) = &self.memory {
             sink.gc(now);
-            // Open incidents again, with the later ends of their alerts since.
-            let open: Vec<(String, u64)> = match &self.correlator {
-                Some(c) => c.incidents().map(|(g, i)| (g.to_string(), i.id)).collect(),
-                None => Vec::new(),
-            };
-            for (g, id) in open {
-                self.remember_incident(&g, id);
-            }
         }
     }
 

@@ -116,18 +116,6 @@ impl Escalator {
         created || before != (t.notified_at, t.acked, t.done.clone())
     }
 
-    /// Acknowledges incident `id` whatever its opening time: in a cluster, where each replica's
-    /// history database has its own opening time for an incident that has one number everywhere.
-    pub fn acknowledge_id(&mut self, id: u64) -> bool {
-        match self.tracked.get_mut(&id) {
-            Some(t) => {
-                t.acked = true;
-                true
-            }
-            None => false,
-        }
-    }
-
     pub fn rule(&self, i: usize) -> &EscalationRule {
         &self.rules[i]
     }
@@ -149,10 +137,12 @@ impl Escalator {
     }
 
     /// Acknowledges incident `id` opened at `opened_at` (both as the history database has them, so an
-    /// id reused after a restart is not mistaken for another incident). False when it is not tracked.
-    pub fn acknowledge(&mut self, id: u64, opened_at: Timestamp) -> bool {
+    /// id reused after a restart is not mistaken for another incident); `None` for any opening time:
+    /// in a cluster, where each replica opened an incident that has one number everywhere at its own
+    /// time. False when it is not tracked.
+    pub fn acknowledge(&mut self, id: u64, opened_at: Option<Timestamp>) -> bool {
         match self.tracked.get_mut(&id) {
-            Some(t) if t.opened_at == opened_at => {
+            Some(t) if opened_at.is_none_or(|o| t.opened_at == o) => {
                 t.acked = true;
                 true
             }
@@ -222,8 +212,8 @@ mod tests {
         let d = e.take_due(Timestamp(700_000)).unwrap();
         assert_eq!((d.incident, d.rule), (2, 0));
         assert_eq!(e.take_due(Timestamp(700_000)), None);
-        assert!(!e.acknowledge(2, Timestamp(6)), "another incident with a reused id");
-        assert!(e.acknowledge(2, Timestamp(5)));
+        assert!(!e.acknowledge(2, Some(Timestamp(6))), "another incident with a reused id");
+        assert!(e.acknowledge(2, Some(Timestamp(5))));
         assert_eq!(e.next_due(), Some(Timestamp(1_830_000)));
         assert_eq!(e.take_due(Timestamp(9_000_000)).map(|d| (d.incident, d.rule)), Some((1, 1)));
         assert_eq!(e.next_due(), None);
@@ -237,6 +227,6 @@ mod tests {
         let mut e = Escalator::new(Vec::new());
         e.notified(1, "g", "k", Timestamp(0), Timestamp(0));
         assert_eq!(e.next_due(), None);
-        assert!(!e.acknowledge(1, Timestamp(0)));
+        assert!(!e.acknowledge(1, Some(Timestamp(0))));
     }
 }
