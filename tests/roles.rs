@@ -1,5 +1,6 @@
 //! `argus serve --role …` on a remote store: the rules, the analyzer and alertd running against a real
-//! VictoriaMetrics (scripts/install-peers.sh installs it). A rule from `argus.rules.files` writes
+//! VictoriaMetrics, and against a real Prometheus with its remote-write receiver
+//! (scripts/install-peers.sh installs both). A rule from `argus.rules.files` writes
 //! `ALERTS` there, the analyzer warms up on history it reads from there and writes
 //! `argus_anomaly_score` there, and alertd holds both alerts; the same parts split over two processes
 //! hand their alerts over through `[server] alert_urls`. Refused role sets name the reason.
@@ -30,50 +31,84 @@ impl Drop for Killed {
     }
 }
 
-/// VictoriaMetrics single-node on a free port, or None (and a message) when it is not installed.
-struct Vm {
+/// A Prometheus-compatible store on a free port: VictoriaMetrics single-node, or Prometheus with its
+/// remote-write receiver.
+struct RemoteStore {
     base: String,
+    flavour: Flavour,
     _proc: Killed,
     _dir: TempDir,
 }
 
-fn victoria_metrics() -> Option<Vm> {
-    let installed = Command::new("victoria-metrics").arg("-version").stdout(Stdio::null()).status().is_ok();
+/// Starts `binary` with the arguments `args` makes of (data dir, listen address) until `health`
+/// answers; None (and a message) when the binary is not installed, which fails under CI.
+fn peer(
+    binary: &str,
+    flavour: Flavour,
+    health: &str,
+    args: impl Fn(&std::path::Path, &str) -> Vec<String>,
+) -> Option<RemoteStore> {
+    let installed = Command::new(binary).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
     if !installed {
-        assert!(std::env::var_os("CI").is_none(), "victoria-metrics is not installed (scripts/install-peers.sh)");
-        eprintln!("skipped: victoria-metrics is not installed (run scripts/install-peers.sh)");
+        assert!(std::env::var_os("CI").is_none(), "{binary} is not installed (scripts/install-peers.sh)");
+        eprintln!("skipped: {binary} is not installed (run scripts/install-peers.sh)");
         return None;
     }
     let http = reqwest::blocking::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().unwrap();
     for _ in 0..5 {
         let dir = tempfile::tempdir().unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
-        let child = Command::new("victoria-metrics")
-            .arg(format!("-storageDataPath={}", dir.path().display()))
-            .arg(format!("-httpListenAddr={addr}"))
-            .args(["-search.latencyOffset=0s", "-search.disableCache", "-loggerLevel=ERROR"])
+        let child = Command::new(binary)
+            .args(args(dir.path(), &addr))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn victoria-metrics");
+            .unwrap_or_else(|e| panic!("spawn {binary}: {e}"));
         let mut proc = Killed(child);
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if proc.0.try_wait().unwrap().is_some() {
                 break;
             }
-            if http.get(format!("http://{addr}/health")).send().is_ok_and(|r| r.status().is_success()) {
-                return Some(Vm { base: format!("http://{addr}"), _proc: proc, _dir: dir });
+            if http.get(format!("http://{addr}{health}")).send().is_ok_and(|r| r.status().is_success()) {
+                return Some(RemoteStore { base: format!("http://{addr}"), flavour, _proc: proc, _dir: dir });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    panic!("victoria-metrics did not become healthy");
+    panic!("{binary} did not become healthy");
 }
 
-impl Vm {
+fn victoria_metrics() -> Option<RemoteStore> {
+    peer("victoria-metrics", Flavour::VictoriaMetrics, "/health", |dir, addr| {
+        vec![
+            format!("-storageDataPath={}", dir.display()),
+            format!("-httpListenAddr={addr}"),
+            "-search.latencyOffset=0s".into(),
+            "-search.disableCache".into(),
+            "-loggerLevel=ERROR".into(),
+        ]
+    })
+}
+
+/// Prometheus with nothing to scrape: only what remote write sends it.
+fn prometheus() -> Option<RemoteStore> {
+    peer("prometheus", Flavour::Prometheus, "/-/ready", |dir, addr| {
+        let config = dir.join("prometheus.yml");
+        std::fs::write(&config, "global: {evaluation_interval: 10s}\nscrape_configs: []\n").unwrap();
+        vec![
+            format!("--config.file={}", config.display()),
+            format!("--storage.tsdb.path={}", dir.join("data").display()),
+            format!("--web.listen-address={addr}"),
+            "--web.enable-remote-write-receiver".into(),
+            "--log.level=error".into(),
+        ]
+    })
+}
+
+impl RemoteStore {
     fn backend(&self) -> Arc<dyn StoreBackend> {
-        let spec = RemoteSpec { flavour: Flavour::VictoriaMetrics, url: Some(self.base.clone()), ..Default::default() };
+        let spec = RemoteSpec { flavour: self.flavour, url: Some(self.base.clone()), ..Default::default() };
         let opts: PrometheusOptions = spec.validate().unwrap();
         Arc::new(argus_store::backend::Prometheus::new(opts).unwrap())
     }
@@ -81,7 +116,9 @@ impl Vm {
     /// The series an instant PromQL query answers now, after making fresh writes searchable.
     fn query(&self, q: &str) -> Vec<Value> {
         let http = reqwest::blocking::Client::new();
-        let _ = http.get(format!("{}/internal/force_flush", self.base)).send();
+        if self.flavour == Flavour::VictoriaMetrics {
+            let _ = http.get(format!("{}/internal/force_flush", self.base)).send();
+        }
         let body = format!("query={}", url_encode(q));
         let r: Value = http
             .post(format!("{}/api/v1/query", self.base))
@@ -172,7 +209,7 @@ impl Feeder {
     fn start(backend: Arc<dyn StoreBackend>, fault: i64) -> Feeder {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let now = now_ms() / STEP * STEP;
-        rt.block_on(backend.write(temperatures(now - 70 * 60_000, now, fault))).expect("history into victoriametrics");
+        rt.block_on(backend.write(temperatures(now - 70 * 60_000, now, fault))).expect("history into the store");
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
@@ -230,10 +267,11 @@ fn alertnames(alertd: &Server) -> Vec<String> {
     names
 }
 
-fn remote_config(vm: &Vm, alerting: &std::path::Path, extra: &str) -> String {
+fn remote_config(vm: &RemoteStore, alerting: &std::path::Path, extra: &str) -> String {
     format!(
-        "[store]\nbackend = \"prometheus\"\n[store.remote]\nflavour = \"victoriametrics\"\nurl = \"{}\"\n{extra}\n\
+        "[store]\nbackend = \"prometheus\"\n[store.remote]\nflavour = \"{}\"\nurl = \"{}\"\n{extra}\n\
          [alertd]\nconfig_file = \"{}\"\n{ANALYZER}",
+        vm.flavour.name(),
         vm.base,
         alerting.display()
     )
@@ -242,6 +280,16 @@ fn remote_config(vm: &Vm, alerting: &std::path::Path, extra: &str) -> String {
 #[test]
 fn rules_analyzer_and_alertd_run_on_victoriametrics() {
     let Some(vm) = victoria_metrics() else { return };
+    rules_analyzer_and_alertd_run_on(vm);
+}
+
+#[test]
+fn rules_analyzer_and_alertd_run_on_prometheus() {
+    let Some(prom) = prometheus() else { return };
+    rules_analyzer_and_alertd_run_on(prom);
+}
+
+fn rules_analyzer_and_alertd_run_on(vm: RemoteStore) {
     let files = tempfile::tempdir().unwrap();
     let alerting = alerting_files(files.path());
     // The fault starts a minute after the server does, so the analyzer learns the healthy hour first.
@@ -251,8 +299,8 @@ fn rules_analyzer_and_alertd_run_on_victoriametrics() {
     let log = || argus.log();
     assert!(!argus.data_dir().join("wal").exists(), "a process without the store role opened a store");
     assert_eq!(argus.get("/api/v1/query?query=1").status, 404, "the query API belongs to the store role");
-    wait_for(120, "ALERTS in VictoriaMetrics", &log, || !vm.query(r#"ALERTS{alertname="GpuTooHot"}"#).is_empty());
-    wait_for(120, "argus_anomaly_score in VictoriaMetrics", &log, || {
+    wait_for(120, "ALERTS in the store", &log, || !vm.query(r#"ALERTS{alertname="GpuTooHot"}"#).is_empty());
+    wait_for(120, "argus_anomaly_score in the store", &log, || {
         !vm.query(r#"argus_anomaly_score{metric="gpu_temperature_celsius",gpu="3"}"#).is_empty()
     });
     wait_for(120, "both alerts in alertd", &log, || holds_both(&argus));
