@@ -37,9 +37,16 @@ pub struct SelfMetrics {
     pub points_spooled: Family<SinkLabel, Counter>,
     pub points_dropped: Family<DropLabels, Counter>,
     pub spool_bytes: Family<SinkLabel, Gauge>,
+    pub spool_records: Family<SinkLabel, Gauge>,
 }
 
 impl SelfMetrics {
+    /// Sets a sink's spool gauges from its spool.
+    pub fn spool(&self, label: &SinkLabel, bytes: u64, records: u64) {
+        self.spool_bytes.get_or_create(label).set(bytes as i64);
+        self.spool_records.get_or_create(label).set(records as i64);
+    }
+
     pub fn register(&self, r: &mut Registry) {
         r.register(
             "argus_collector_source_duration_seconds",
@@ -62,7 +69,12 @@ impl SelfMetrics {
             "Samples and events a sink gave up on",
             self.points_dropped.clone(),
         );
-        r.register("argus_collector_spool_bytes", "Bytes in a sink's spool", self.spool_bytes.clone());
+        r.register("argus_collector_spool_bytes", "Bytes a sink's spool takes on disk", self.spool_bytes.clone());
+        r.register(
+            "argus_collector_spool_records",
+            "Records in a sink's spool not yet acknowledged by the store",
+            self.spool_records.clone(),
+        );
     }
 
     /// The metrics in OpenMetrics text, as `/metrics` serves them.

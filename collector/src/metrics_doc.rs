@@ -76,7 +76,7 @@ fn emitted() -> BTreeSet<String> {
     m.points_sent.get_or_create(&SinkLabel { sink: "s".into() }).inc();
     m.points_spooled.get_or_create(&SinkLabel { sink: "s".into() }).inc();
     m.points_dropped.get_or_create(&DropLabels { sink: "s".into(), reason: "spool_full".into() }).inc();
-    m.spool_bytes.get_or_create(&SinkLabel { sink: "s".into() }).set(1);
+    m.spool(&SinkLabel { sink: "s".into() }, 1, 1);
     for l in m.encode().lines().filter(|l| !l.starts_with('#')) {
         names.insert(l[..l.find(['{', ' ']).unwrap()].to_string());
     }

@@ -81,7 +81,7 @@ impl Sink {
         }
         let client = client.build().map_err(|e| SinkError::Client(e.to_string()))?;
         let label = SinkLabel { sink: cfg.name.clone() };
-        metrics.spool_bytes.get_or_create(&label).set(spool.bytes() as i64);
+        metrics.spool(&label, spool.bytes(), spool.len());
         let retry_at = (!spool.is_empty()).then(Instant::now);
         Ok(Sink {
             backoff: cfg.min_backoff,
@@ -275,14 +275,14 @@ impl Sink {
         if self.retry_at.is_none() {
             self.retry_at = Some(Instant::now());
         }
-        self.metrics.spool_bytes.get_or_create(&self.label).set(self.spool.bytes() as i64);
+        self.metrics.spool(&self.label, self.spool.bytes(), self.spool.len());
     }
 
     fn pop(&mut self) {
         if let Err(error) = self.spool.pop() {
             tracing::error!(sink = %self.cfg.name, %error, "Spool acknowledge failed");
         }
-        self.metrics.spool_bytes.get_or_create(&self.label).set(self.spool.bytes() as i64);
+        self.metrics.spool(&self.label, self.spool.bytes(), self.spool.len());
     }
 
     fn sent(&self, rec: &Record) {

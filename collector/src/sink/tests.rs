@@ -90,6 +90,7 @@ async fn outage_spools_then_delivers_everything_in_order_honouring_retry_after()
     let text = metrics.encode();
     assert!(text.contains(r#"argus_collector_points_sent_total{sink="default"} 12"#), "{text}");
     assert!(!text.contains("argus_collector_points_dropped_total{"), "{text}");
+    assert!(text.contains(r#"argus_collector_spool_records{sink="default"} 0"#), "drained: {text}");
 }
 
 #[tokio::test]
@@ -98,7 +99,8 @@ async fn a_stop_while_the_store_is_down_leaves_the_points_in_the_spool_for_the_n
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/api/v1/write");
     let dir = tempfile::tempdir().unwrap();
-    let sink = Sink::build(sink_config(&url), dir.path(), SelfMetrics::default()).unwrap();
+    let metrics = SelfMetrics::default();
+    let sink = Sink::build(sink_config(&url), dir.path(), metrics.clone()).unwrap();
     let (tx, rx) = mpsc::channel(16);
     let task = tokio::spawn(sink.run(rx));
     for t in 1..=5 {
@@ -106,6 +108,9 @@ async fn a_stop_while_the_store_is_down_leaves_the_points_in_the_spool_for_the_n
     }
     drop(tx);
     task.await.unwrap();
+    let text = metrics.encode();
+    let waiting = text.lines().find_map(|l| l.strip_prefix(r#"argus_collector_spool_records{sink="default"} "#));
+    assert!(waiting.is_some_and(|n| n != "0"), "the batches wait: {text}");
     assert_eq!(restart_against_a_store(dir.path(), Some(batch(6))).await, (1..=6).collect::<Vec<i64>>());
 }
 
