@@ -19,8 +19,11 @@ usage: python3 bench/alertd_failover.py [--shared ../shared] [--minutes 42] [--s
    `/-/ready` is polled from the restart and the first ready answer is recorded (it must say it
    merged, or that the settle timeout passed). Once, a replica of both clusters is isolated with
    SIGSTOP for 120 s, then resumed.
-5. Scores each cluster against its lone twin:
-   - lost: alerts (by labels) that the lone server notified firing and the cluster never did;
+   A second lone server of each (the control) gets the same stream, to show how far two identical
+   servers differ already.
+5. Scores each cluster (and each control) against its lone twin:
+   - lost groups: group keys (for alertd, incidents) the lone server notified and the cluster never did;
+   - lost alerts: alerts (by labels) that the lone server notified firing and the cluster never did;
    - duplicates: a POST for the same group and the same set of firing alerts as one already posted
      by that system less than half the repeat interval before (later ones are repeats it was asked to
      send); as a share of the system's notifications.
@@ -88,15 +91,15 @@ class Server:
                 self.proc.kill()
 
 
-def am_servers(work, speed, rport, am_bin, peer_timeout, replicas):
+def am_servers(work, speed, rport, am_bin, peer_timeout, replicas, lone="lone"):
     f = lambda s: svm.fmt_ms(svm.dur_ms(s) / speed)
     out = []
     gossip = [svm.free_port() for _ in range(replicas)]
     for i in range(replicas):
-        name = f"am{i}" if replicas > 1 else "am-lone"
+        name = f"am{i}" if replicas > 1 else f"am-{lone}"
         d = os.path.join(work, name)
         os.makedirs(d, exist_ok=True)
-        path = "am" if replicas > 1 else "am-lone"
+        path = "am" if replicas > 1 else f"am-{lone}"
         cfg = (f"global:\n  resolve_timeout: {f('5m')}\nroute:\n  receiver: hook\n  group_by: [host]\n"
                f"  group_wait: {f('30s')}\n  group_interval: {f('5m')}\n  repeat_interval: {f('4h')}\n"
                f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{rport}/{path}\n"
@@ -114,14 +117,14 @@ def am_servers(work, speed, rport, am_bin, peer_timeout, replicas):
     return out
 
 
-def alertd_servers(work, speed, rport, argus_bin, alertd_yml, peer_timeout, replicas):
+def alertd_servers(work, speed, rport, argus_bin, alertd_yml, peer_timeout, replicas, lone="lone"):
     text, _ = svm.scale_yaml(open(alertd_yml).read(), speed)
-    path = "alertd" if replicas > 1 else "alertd-lone"
+    path = "alertd" if replicas > 1 else f"alertd-{lone}"
     text = svm.re.sub(r"url:\s*http://127\.0\.0\.1:\d+/\S*", f"url: http://127.0.0.1:{rport}/{path}", text)
     gossip = [svm.free_port() for _ in range(replicas)]
     out = []
     for i in range(replicas):
-        name = f"alertd{i}" if replicas > 1 else "alertd-lone"
+        name = f"alertd{i}" if replicas > 1 else f"alertd-{lone}"
         d = os.path.join(work, name)
         os.makedirs(d, exist_ok=True)
         open(os.path.join(d, "alertd.yml"), "w").write(text)
@@ -190,6 +193,16 @@ def notifications(got, path):
     return out
 
 
+def group_ids(ns):
+    """Each group key's identity across systems: alertd numbers a lone server's incidents 1, 2, ...
+    and a cluster's by their content, so an incident is named by its key without the number and the
+    hosts of every alert ever notified under it."""
+    hosts = collections.defaultdict(set)
+    for _, g, f in ns:
+        hosts[g] |= {dict(a).get("host", "") for a in f}
+    return {g: (svm.re.sub(r":incident=\d+", "", g), frozenset(h)) for g, h in hosts.items()}
+
+
 def score(cluster, lone, repeat_s):
     dup = 0
     last = {}
@@ -200,7 +213,9 @@ def score(cluster, lone, repeat_s):
         last[k] = w
     alerts = lambda ns: {a for _, _, f in ns for a in f}
     lost = alerts(lone) - alerts(cluster)
+    groups = lambda ns: set(group_ids(ns).values())
     return {"notifications": len(cluster), "duplicates": dup,
+            "lone_groups_notified": len(groups(lone)), "lost_groups": len(groups(lone) - groups(cluster)),
             "duplicate_share": round(dup / max(1, len(cluster)), 5),
             "lone_notifications": len(lone), "alerts_notified": len(alerts(cluster)),
             "lone_alerts_notified": len(alerts(lone)), "lost_alerts": len(lost),
@@ -243,7 +258,11 @@ def main():
     am1 = am_servers(a.work_dir, a.speed, rec.port, a.am_bin, a.peer_timeout, 1)
     ad = alertd_servers(a.work_dir, a.speed, rec.port, a.argus_bin, a.alertd_config, a.peer_timeout, 3)
     ad1 = alertd_servers(a.work_dir, a.speed, rec.port, a.argus_bin, a.alertd_config, a.peer_timeout, 1)
-    everything = am + am1 + ad + ad1
+    # A second lone server of each, fed the same stream: how far two identical servers already differ
+    # (timers a few ms apart batch alerts differently), the floor under the cluster's differences.
+    am2 = am_servers(a.work_dir, a.speed, rec.port, a.am_bin, a.peer_timeout, 1, "control")
+    ad2 = alertd_servers(a.work_dir, a.speed, rec.port, a.argus_bin, a.alertd_config, a.peer_timeout, 1, "control")
+    everything = am + am1 + ad + ad1 + am2 + ad2
     events, readies = [], []
     try:
         for s in everything:
@@ -325,6 +344,11 @@ def main():
                                          if not r["first_ready"] or not ("merged" in r["first_ready"] or "settle timeout" in r["first_ready"])),
         "alertmanager": score(notifications(got, "am"), notifications(got, "am-lone"), repeat_s),
         "alertd": score(notifications(got, "alertd"), notifications(got, "alertd-lone"), repeat_s),
+        # The control against the lone twin, both ways: what two identical lone servers differ by.
+        "alertmanager_control": score(notifications(got, "am-control"), notifications(got, "am-lone"), repeat_s),
+        "alertmanager_control_reverse": score(notifications(got, "am-lone"), notifications(got, "am-control"), repeat_s),
+        "alertd_control": score(notifications(got, "alertd-control"), notifications(got, "alertd-lone"), repeat_s),
+        "alertd_control_reverse": score(notifications(got, "alertd-lone"), notifications(got, "alertd-control"), repeat_s),
         "post_statuses": {t.server.name: dict(t.status) for t in senders},
         "cpu_s": {s.name: round(s.cpu, 2) for s in everything},
     }
@@ -334,12 +358,15 @@ def main():
     json.dump(res, open(os.path.join(a.work_dir, "summary.json"), "w"), indent=1)
     md = [f"failover bench {res['date']}: {res['posts']} posts ({res['alerts']} alerts), {a.minutes} min at {a.speed}x, "
           f"{res['kills']} kills, {sum(1 for e in events if 'stop' in e)} SIGSTOP of 120 s, peer_timeout {a.peer_timeout} s", "",
-          "| system | notifications | duplicates | share | lost alerts (vs its lone twin) | lone twin notifications | CPU per replica / lone |", "|---|---|---|---|---|---|---|"]
-    for name in ("alertmanager", "alertd"):
+          "| system | notifications | duplicates | share | lost groups (vs its lone twin) | lost alerts (vs its lone twin) | lone twin notifications | CPU per replica / lone |", "|---|---|---|---|---|---|---|---|"]
+    for name in ("alertmanager", "alertd", "alertmanager_control", "alertd_control"):
         r = res[name]
+        rev = res.get(name + "_reverse")
+        back = f" ({rev['lost_alerts']} the other way)" if rev else ""
+        cpu = f"{r['cpu_per_replica_over_lone']:.2f}" if "cpu_per_replica_over_lone" in r else "–"
         md.append(f"| {name} | {r['notifications']} | {r['duplicates']} | {100 * r['duplicate_share']:.2f} % | "
-                  f"{r['lost_alerts']} of {r['lone_alerts_notified']} | {r['lone_notifications']} | "
-                  f"{r['cpu_per_replica_over_lone']:.2f} |")
+                  f"{r['lost_groups']} of {r['lone_groups_notified']} | "
+                  f"{r['lost_alerts']} of {r['lone_alerts_notified']}{back} | {r['lone_notifications']} | {cpu} |")
     md.append("")
     md.append(f"alertd replicas ready before merging: {res['alertd_ready_before_merge']} of {len(readies)} restarts")
     open(os.path.join(a.work_dir, "summary.md"), "w").write("\n".join(md) + "\n")

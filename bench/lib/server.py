@@ -8,6 +8,8 @@ import socket
 import subprocess
 import time
 
+from . import procs
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -193,16 +195,7 @@ class Server:
             return None
         if status != 200:
             return None
-        out = {}
-        for line in body.decode(errors="replace").splitlines():
-            if not line or line[0] == "#":
-                continue
-            key, _, value = line.rpartition(" ")
-            try:
-                out[key.replace(", ", ",")] = float(value)
-            except ValueError:
-                pass
-        return out
+        return procs.parse_metrics(body.decode(errors="replace"))
 
     def quiet(self):
         """True when the server reports no background work (busy metrics 0, all data on disk), or when it
