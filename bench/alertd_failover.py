@@ -203,23 +203,79 @@ def group_ids(ns):
     return {g: (svm.re.sub(r":incident=\d+", "", g), frozenset(h)) for g, h in hosts.items()}
 
 
-def score(cluster, lone, repeat_s):
-    dup = 0
-    last = {}
-    for w, g, f in sorted(cluster):
+def repeats(ns, repeat_s):
+    """POSTs for a group and a set of firing alerts already posted less than half the repeat interval
+    before. A lone server sends some too: the same alerts firing again after they resolved."""
+    n, last = 0, {}
+    for w, g, f in sorted(ns):
         k = (g, f)
         if k in last and w - last[k] < repeat_s / 2:
-            dup += 1
+            n += 1
         last[k] = w
+    return n
+
+
+def score(cluster, lone, repeat_s):
+    dup = repeats(cluster, repeat_s)
     alerts = lambda ns: {a for _, _, f in ns for a in f}
     lost = alerts(lone) - alerts(cluster)
     groups = lambda ns: set(group_ids(ns).values())
-    return {"notifications": len(cluster), "duplicates": dup,
+    return {"notifications": len(cluster), "duplicates": dup, "lone_duplicates": repeats(lone, repeat_s),
             "lone_groups_notified": len(groups(lone)), "lost_groups": len(groups(lone) - groups(cluster)),
             "duplicate_share": round(dup / max(1, len(cluster)), 5),
             "lone_notifications": len(lone), "alerts_notified": len(alerts(cluster)),
             "lone_alerts_notified": len(alerts(lone)), "lost_alerts": len(lost),
             "lost_examples": [dict(a) for a in list(lost)[:5]]}
+
+
+def scores(got, repeat_s):
+    """Each cluster against its lone twin, and each control against the lone twin both ways (what two
+    identical lone servers already differ by)."""
+    n = lambda path: notifications(got, path)
+    return {
+        "alertmanager": score(n("am"), n("am-lone"), repeat_s),
+        "alertd": score(n("alertd"), n("alertd-lone"), repeat_s),
+        "alertmanager_control": score(n("am-control"), n("am-lone"), repeat_s),
+        "alertmanager_control_reverse": score(n("am-lone"), n("am-control"), repeat_s),
+        "alertd_control": score(n("alertd-control"), n("alertd-lone"), repeat_s),
+        "alertd_control_reverse": score(n("alertd-lone"), n("alertd-control"), repeat_s),
+    }
+
+
+def table(res):
+    md = [f"failover bench {res['date']}: {res['posts']} posts ({res['alerts']} alerts), {res['minutes']} min at "
+          f"{res['speed']}x, {res['kills']} kills, {sum(1 for e in res['events'] if 'stop' in e)} SIGSTOP of 120 s, "
+          f"peer_timeout {res['peer_timeout_s']} s", "",
+          "| system | notifications | duplicates (its lone twin's) | share | lost groups (vs its lone twin) | "
+          "lost alerts (vs its lone twin) | lone twin notifications | CPU per replica / lone |",
+          "|---|---|---|---|---|---|---|---|"]
+    for name in ("alertmanager", "alertd", "alertmanager_control", "alertd_control"):
+        r = res[name]
+        rev = res.get(name + "_reverse")
+        back = f" ({rev['lost_alerts']} the other way)" if rev else ""
+        cpu = f"{r['cpu_per_replica_over_lone']:.2f}" if "cpu_per_replica_over_lone" in r else "–"
+        md.append(f"| {name} | {r['notifications']} | {r['duplicates']} ({r['lone_duplicates']}) | "
+                  f"{100 * r['duplicate_share']:.2f} % | {r['lost_groups']} of {r['lone_groups_notified']} | "
+                  f"{r['lost_alerts']} of {r['lone_alerts_notified']}{back} | {r['lone_notifications']} | {cpu} |")
+    md.append("")
+    md.append(f"alertd replicas ready before merging: {res['alertd_ready_before_merge']} of "
+              f"{len(res['alertd_first_ready'])} restarts")
+    return "\n".join(md) + "\n"
+
+
+def rescore(work_dir):
+    """Scores a finished run again from its notifications.jsonl, keeping its other figures."""
+    res = json.load(open(os.path.join(work_dir, "summary.json")))
+    got = [(r["wall"], r["path"], json.dumps(r["payload"]))
+           for r in map(json.loads, open(os.path.join(work_dir, "notifications.jsonl")))]
+    cpu = {k: res[k].get("cpu_per_replica_over_lone") for k in ("alertmanager", "alertd") if k in res}
+    res.update(scores(got, svm.dur_ms("4h") / 1000 / res["speed"]))
+    for k, v in cpu.items():
+        if v is not None:
+            res[k]["cpu_per_replica_over_lone"] = v
+    json.dump(res, open(os.path.join(work_dir, "summary.json"), "w"), indent=1)
+    open(os.path.join(work_dir, "summary.md"), "w").write(table(res))
+    print(table(res))
 
 
 def main():
@@ -238,7 +294,10 @@ def main():
     ap.add_argument("--am-bin", default=svm.shutil.which("prometheus-alertmanager") or "prometheus-alertmanager")
     ap.add_argument("--alertd-config", default=os.path.join(ROOT, "config", "alertd.yml"))
     ap.add_argument("--work-dir", default="/tmp/argus-failover")
+    ap.add_argument("--rescore", metavar="WORK_DIR", help="score a finished run's notifications again, and stop")
     a = ap.parse_args()
+    if a.rescore:
+        return rescore(a.rescore)
     rng = random.Random(a.seed)
     svm.shutil.rmtree(a.work_dir, ignore_errors=True)
     os.makedirs(a.work_dir)
@@ -342,13 +401,7 @@ def main():
         "alertd_first_ready": readies,
         "alertd_ready_before_merge": sum(1 for r in readies
                                          if not r["first_ready"] or not ("merged" in r["first_ready"] or "settle timeout" in r["first_ready"])),
-        "alertmanager": score(notifications(got, "am"), notifications(got, "am-lone"), repeat_s),
-        "alertd": score(notifications(got, "alertd"), notifications(got, "alertd-lone"), repeat_s),
-        # The control against the lone twin, both ways: what two identical lone servers differ by.
-        "alertmanager_control": score(notifications(got, "am-control"), notifications(got, "am-lone"), repeat_s),
-        "alertmanager_control_reverse": score(notifications(got, "am-lone"), notifications(got, "am-control"), repeat_s),
-        "alertd_control": score(notifications(got, "alertd-control"), notifications(got, "alertd-lone"), repeat_s),
-        "alertd_control_reverse": score(notifications(got, "alertd-lone"), notifications(got, "alertd-control"), repeat_s),
+        **scores(got, repeat_s),
         "post_statuses": {t.server.name: dict(t.status) for t in senders},
         "cpu_s": {s.name: round(s.cpu, 2) for s in everything},
     }
@@ -356,21 +409,8 @@ def main():
         per_replica = sum(s.cpu for s in cluster) / len(cluster)
         res[name]["cpu_per_replica_over_lone"] = round(per_replica / max(lone[0].cpu, 1e-9), 3)
     json.dump(res, open(os.path.join(a.work_dir, "summary.json"), "w"), indent=1)
-    md = [f"failover bench {res['date']}: {res['posts']} posts ({res['alerts']} alerts), {a.minutes} min at {a.speed}x, "
-          f"{res['kills']} kills, {sum(1 for e in events if 'stop' in e)} SIGSTOP of 120 s, peer_timeout {a.peer_timeout} s", "",
-          "| system | notifications | duplicates | share | lost groups (vs its lone twin) | lost alerts (vs its lone twin) | lone twin notifications | CPU per replica / lone |", "|---|---|---|---|---|---|---|---|"]
-    for name in ("alertmanager", "alertd", "alertmanager_control", "alertd_control"):
-        r = res[name]
-        rev = res.get(name + "_reverse")
-        back = f" ({rev['lost_alerts']} the other way)" if rev else ""
-        cpu = f"{r['cpu_per_replica_over_lone']:.2f}" if "cpu_per_replica_over_lone" in r else "–"
-        md.append(f"| {name} | {r['notifications']} | {r['duplicates']} | {100 * r['duplicate_share']:.2f} % | "
-                  f"{r['lost_groups']} of {r['lone_groups_notified']} | "
-                  f"{r['lost_alerts']} of {r['lone_alerts_notified']}{back} | {r['lone_notifications']} | {cpu} |")
-    md.append("")
-    md.append(f"alertd replicas ready before merging: {res['alertd_ready_before_merge']} of {len(readies)} restarts")
-    open(os.path.join(a.work_dir, "summary.md"), "w").write("\n".join(md) + "\n")
-    print("\n".join(md))
+    open(os.path.join(a.work_dir, "summary.md"), "w").write(table(res))
+    print(table(res))
 
 
 if __name__ == "__main__":
