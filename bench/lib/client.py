@@ -26,6 +26,17 @@ def retry_after_seconds(value, default):
         return default
 
 
+def retry_wait(resp, backoff, stats, lock):
+    """Sleeps out a 429/503 answer (its Retry-After, else `backoff`), counts it in `stats` ("retries",
+    "retry_wait_s") under `lock`, and returns the next backoff."""
+    wait = retry_after_seconds(resp.getheader("Retry-After"), backoff)
+    with lock:
+        stats["retries"] += 1
+        stats["retry_wait_s"] += wait
+    time.sleep(wait)
+    return min(2.0, backoff * 2)
+
+
 class WriteError(Exception):
     pass
 
@@ -83,12 +94,7 @@ def ingest(port, batches, writers=2, path=WRITE_PATH, max_attempts=100, timeout=
                                 stats["last_ack"] = acked
                         break
                     if r.status in (429, 503):
-                        wait = retry_after_seconds(r.getheader("Retry-After"), backoff)
-                        backoff = min(2.0, backoff * 2)
-                        with lock:
-                            stats["retries"] += 1
-                            stats["retry_wait_s"] += wait
-                        time.sleep(wait)
+                        backoff = retry_wait(r, backoff, stats, lock)
                         continue
                     raise WriteError(f"write answered {r.status}: {text[:300]!r}")
                 else:

@@ -249,9 +249,10 @@ impl Db {
         Ok(())
     }
 
-    /// Periodic upkeep: flush when the head spans a block range or when an early flush would give
-    /// memory back ([`Shared::early_flush_due`]), or when writes are refused for memory and a flush
-    /// would free idle series; compact, and delete blocks past retention.
+    /// Periodic upkeep: flush when the head spans a block range, when an early flush would give
+    /// memory back ([`Shared::early_flush_due`]) or disk back under `max_disk_size`
+    /// ([`Shared::size_flush_due`]), or when writes are refused for memory and a flush would free idle
+    /// series; compact, and delete blocks past retention or past `max_disk_size`.
     pub fn maintain(&self) -> Result<(), DbError> {
         // The read lock for the common case; the write lock only when over budget, where asking the head
         // to bury idle series at its next freeze changes it.
@@ -264,7 +265,7 @@ impl Db {
             )
         };
         let reclaim = over && self.shared.head.write().reclaim_soon();
-        if reclaim || span >= self.shared.opts.block_range_ms || early {
+        if reclaim || span >= self.shared.opts.block_range_ms || early || (span > 0 && self.shared.size_flush_due()) {
             flush::flush(&self.shared, &self.committer)?;
         }
         flush::compact(&self.shared)?;
@@ -318,6 +319,15 @@ impl Shared {
         let share = self.opts.head_budget();
         let samples = head.bytes().saturating_sub(head.label_bytes());
         head.bytes() > share / 2 && (samples >= share / 4 || head.bytes() > share / 10 * 9)
+    }
+
+    /// Whether, under `max_disk_size`, the WAL and the head's chunks hold more than a quarter of it.
+    /// They are the least compact form of the data (the WAL takes about ten times a block's bytes per
+    /// sample), and the bound cannot delete them, only blocks: cut into a block, the same samples
+    /// leave the rest of the bound to the blocks, whose oldest go first. Without this a bound smaller
+    /// than a block range's WAL could never hold, and every new block would be deleted as it came.
+    pub fn size_flush_due(&self) -> bool {
+        self.opts.max_disk_size.is_some_and(|max| flush::live_bytes(self).is_ok_and(|live| live > max / 4))
     }
 
     /// Whether `series` more bytes of new series and `samples` more bytes of samples would put the head

@@ -232,7 +232,7 @@ pub(crate) fn apply_retention(shared: &Shared, now: i64) -> Result<(), DbError> 
 /// WAL and the head are never counted out: what is acknowledged but not yet in a block stays, even if
 /// it alone passes the bound. Sets the disk gauges and says once when 80 % of the bound is passed.
 fn over_size(shared: &Shared) -> Result<Vec<Arc<Block>>, DbError> {
-    let live = wal_bytes(&shared.opts.data_dir.join("wal"))? + shared.head.read().chunk_file_bytes();
+    let live = live_bytes(shared)?;
     let m = &shared.metrics;
     let total = live + shared.blocks.read().iter().map(|b| b.size).sum::<u64>();
     let Some(max) = shared.opts.max_disk_size else {
@@ -240,6 +240,19 @@ fn over_size(shared: &Shared) -> Result<Vec<Arc<Block>>, DbError> {
         return Ok(Vec::new());
     };
     if total <= max {
+        m.disk_bytes.set(total as i64);
+        warn_when_high(shared, total, max);
+        return Ok(Vec::new());
+    }
+    if live > max {
+        // Deleting blocks cannot bring the directory under the bound: keep them, and say so. The
+        // upkeep flushes the head long before this (`size_flush_due`) unless blocks cannot be written.
+        tracing::error!(
+            bytes = total,
+            wal_and_head = live,
+            max_disk_size = max,
+            "The WAL and the head alone pass store.max_disk_size; no block is deleted for it"
+        );
         m.disk_bytes.set(total as i64);
         warn_when_high(shared, total, max);
         return Ok(Vec::new());
@@ -258,13 +271,6 @@ fn over_size(shared: &Shared) -> Result<Vec<Arc<Block>>, DbError> {
         doomed.push(b);
     }
     blocks.retain(|b| !doomed.iter().any(|d| Arc::ptr_eq(d, b)));
-    if total > max {
-        tracing::error!(
-            bytes = total,
-            max_disk_size = max,
-            "The WAL and the head alone pass store.max_disk_size; no block is left to delete"
-        );
-    }
     m.disk_bytes.set(total as i64);
     warn_when_high(shared, total, max);
     Ok(doomed)
@@ -282,6 +288,11 @@ fn warn_when_high(shared: &Shared, total: u64, max: u64) {
     } else if !high {
         shared.disk_high.store(false, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// Bytes of what is acknowledged but not yet in a block: the WAL's segments and the head's chunks.
+pub(crate) fn live_bytes(shared: &Shared) -> Result<u64, DbError> {
+    Ok(wal_bytes(&shared.opts.data_dir.join("wal"))? + shared.head.read().chunk_file_bytes())
 }
 
 /// Bytes of the WAL's segment files.

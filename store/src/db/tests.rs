@@ -416,3 +416,76 @@ fn max_disk_size_deletes_the_oldest_blocks_and_keeps_the_newest_data() {
     }
     assert_eq!(m.max_disk_bytes.get() as u64, total / 2);
 }
+
+/// Under a `max_disk_size` smaller than what the WAL would hold over a block range, the upkeep cuts
+/// the head into blocks once the WAL and head pass a quarter of it, so the bound holds through the
+/// writes and keeps blocks of the newest data instead of deleting each one as it is written.
+#[test]
+fn max_disk_size_flushes_the_head_before_the_wal_outgrows_it() {
+    const HOUR: i64 = 3_600_000;
+    let d = tempfile::tempdir().unwrap();
+    let now = now_ms() / 10_000 * 10_000;
+    let start = now - 24 * HOUR;
+    let mut o = opts(d.path());
+    let max = 120_000;
+    o.max_disk_size = Some(max);
+    let db = Db::open(o).unwrap();
+    let mut written = 0;
+    for step in 0..24 * 12 {
+        let mut body = String::new();
+        for t in (start + step * 300_000..start + (step + 1) * 300_000).step_by(10_000) {
+            for s in 0..20 {
+                body.push_str(&format!("gpu,host=n{s} util={} {t}\n", (t / 10_000 * 7 + s) % 97));
+            }
+        }
+        write(&db, &body).unwrap();
+        written += 1;
+        db.maintain().unwrap();
+        let live = flush::live_bytes(&db.shared).unwrap();
+        assert!(live <= max / 2, "after {written} writes the WAL and head hold {live} bytes of a {max} bound");
+        let disk = db.metrics().disk_bytes.get() as u64;
+        assert!(disk <= max, "after {written} writes the directory holds {disk} bytes of a {max} bound");
+    }
+    let m = db.metrics();
+    assert!(m.blocks_deleted_size.get() > 0, "the bound never deleted a block");
+    // The newest data is all there, from the oldest block kept on.
+    let kept_from = db.shared.blocks.read().iter().map(|b| b.meta.min_time).min().unwrap();
+    assert!(kept_from < now - 2 * HOUR, "only {} ms kept", now - kept_from);
+    let got = db
+        .select(&[Matcher::eq("__name__", "gpu_util"), Matcher::eq("host", "n3")], kept_from, i64::MAX)
+        .unwrap()
+        .into_iter()
+        .flat_map(|s| s.samples)
+        .count();
+    assert_eq!(got as i64, (now - kept_from) / 10_000);
+}
+
+/// When the WAL and the head alone pass `max_disk_size` (blocks could not be written, or the bound is
+/// tiny), deleting blocks cannot help, and none is deleted.
+#[test]
+fn a_wal_alone_over_max_disk_size_deletes_no_block() {
+    let d = tempfile::tempdir().unwrap();
+    let now = now_ms() / 10_000 * 10_000;
+    let mut o = opts(d.path());
+    o.compact_ranges_ms = Vec::new();
+    {
+        let db = Db::open(o.clone()).unwrap();
+        write(&db, &format!("gpu,host=a util=1 {}\n", now - 7_200_000)).unwrap();
+        db.flush().unwrap();
+        let mut body = String::new();
+        for t in (now - 3_600_000..now).step_by(10_000) {
+            for s in 0..50 {
+                body.push_str(&format!("gpu,host=n{s} util={} {t}\n", t % 89));
+            }
+        }
+        write(&db, &body).unwrap();
+        db.close();
+    }
+    let wal: u64 = std::fs::read_dir(d.path().join("wal")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+    o.max_disk_size = Some(wal / 2);
+    let db = Db::open(o).unwrap();
+    let before = blocks(&db);
+    flush::apply_retention(&db.shared, now_ms()).unwrap();
+    assert_eq!(blocks(&db), before, "a block was deleted though it could not bring the WAL under the bound");
+    assert_eq!(db.metrics().blocks_deleted_size.get(), 0);
+}
