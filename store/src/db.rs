@@ -280,6 +280,16 @@ impl Db {
         self.shared.over_budget(&head, 0, 0)
     }
 
+    /// Whether, under `max_disk_size`, the WAL and the head's chunks hold more than half of it: writes
+    /// arrive faster than the upkeep cuts them into blocks (which begins at a quarter), and only blocks
+    /// can be deleted to keep the bound, so writes should wait for the next flush.
+    pub fn over_disk(&self) -> bool {
+        self.shared
+            .opts
+            .max_disk_size
+            .is_some_and(|max| flush::live_bytes(&self.shared).is_ok_and(|live| live > max / 2))
+    }
+
     /// Bytes of the head, for the admission check and the status page.
     pub fn head_bytes(&self) -> usize {
         self.shared.head.read().bytes()

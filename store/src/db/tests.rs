@@ -489,3 +489,25 @@ fn a_wal_alone_over_max_disk_size_deletes_no_block() {
     assert_eq!(blocks(&db), before, "a block was deleted though it could not bring the WAL under the bound");
     assert_eq!(db.metrics().blocks_deleted_size.get(), 0);
 }
+
+/// Writes that outrun the upkeep under `max_disk_size` are refused (503) once the WAL holds over half
+/// of the bound, and let in again once a flush has cut it into blocks.
+#[test]
+fn writes_wait_while_the_wal_holds_over_half_of_max_disk_size() {
+    let d = tempfile::tempdir().unwrap();
+    let now = now_ms() / 10_000 * 10_000;
+    let mut o = opts(d.path());
+    o.max_disk_size = Some(100_000);
+    let db = Db::open(o).unwrap();
+    assert!(!db.over_disk());
+    let mut body = String::new();
+    for t in (now - 6 * 3_600_000..now).step_by(10_000) {
+        for s in 0..20 {
+            body.push_str(&format!("gpu,host=n{s} util={} {t}\n", (t / 10_000 * 7 + s) % 97));
+        }
+    }
+    write(&db, &body).unwrap();
+    assert!(db.over_disk(), "{} bytes of WAL and head", flush::live_bytes(&db.shared).unwrap());
+    db.maintain().unwrap();
+    assert!(!db.over_disk(), "still {} bytes after the flush", flush::live_bytes(&db.shared).unwrap());
+}

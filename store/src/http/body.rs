@@ -45,6 +45,15 @@ pub fn admit(state: &State, len: usize) -> Result<Admission<'_>, Response> {
             None,
         ));
     }
+    if state.db.over_disk() {
+        state.db.metrics().rejected("disk");
+        return Err(influx_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the store's WAL holds over half of store.max_disk_size and is being cut into blocks; retry later".into(),
+            None,
+        ));
+    }
     // Parsing a body builds its lines, keys, samples and the labels of new series: a 640 KB batch of
     // 10,000 lines of new series peaks near 10 MB, so a body is charged 16 times its size.
     let cost = len.saturating_mul(16).max(1);
