@@ -213,7 +213,14 @@ def main():
                 alerts_seen(shard_alertd.port, seen["victoriametrics"], t)
             # Sample every process at each tick.
             am = scrape(an_port) or {}
+            shard_ticks = {}
+            for p in procs:
+                if p.name.startswith("vm-analyzer-"):
+                    m = scrape(p.port) or {}
+                    shard_ticks[p.name] = (total(m, "argus_analyzer_tick_seconds_sum"),
+                                           total(m, "argus_analyzer_tick_seconds_count"))
             row = {"t": t, "cpu": {p.name: p.cpu() for p in procs}, "rss_kib": {p.name: p.kib("VmRSS") for p in procs},
+                   "shard_ticks": shard_ticks,
                    "acked": {k: s.acked_points for k, s in senders.items()},
                    "tick_sum": total(am, "argus_analyzer_tick_seconds_sum"),
                    "tick_count": total(am, "argus_analyzer_tick_seconds_count"),
@@ -257,8 +264,16 @@ def main():
         dc = y["tick_count"] - x["tick_count"]
         if dc > 0 and y["t"] > base["t"]:
             steps.append((y["tick_sum"] - x["tick_sum"]) / dc)
+    # The same for each analyzer shard on VictoriaMetrics.
+    shard_steps = {}
+    for x, y in zip(samples, samples[1:]):
+        for name, (s1, c1) in y.get("shard_ticks", {}).items():
+            s0, c0 = x.get("shard_ticks", {}).get(name, (0, 0))
+            if c1 > c0 and y["t"] > base["t"]:
+                shard_steps.setdefault(name, []).append((s1 - s0) / (c1 - c0))
     res = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "nodes": a.nodes, "series": a.nodes * per_node,
+        "shard_step_s": {k: {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "max": max(v)} for k, v in shard_steps.items()},
         "minutes": a.minutes, "skip_minutes": a.skip_minutes, "points_acked": last["acked"], "points_measured": pts,
         "failed_batches": {k: s.failed for k, s in senders.items()}, "late_ticks": {k: s.late_ticks for k, s in senders.items()},
         "sender_busy_s": {k: round(s.busy_s) for k, s in senders.items()},
