@@ -33,7 +33,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from lib import h100, server  # noqa: E402
+from lib import client, h100, server  # noqa: E402
 from lib.procs import Proc, get, log, scrape, total  # noqa: E402
 
 STEP = 10
@@ -116,6 +116,8 @@ def main():
     ap.add_argument("--vm-latency-offset", default="0s",
                     help="VictoriaMetrics' -search.latencyOffset: 0s so that rules and the analyzer read the newest "
                          "samples, as docs/backends.md advises for readers that need them (its default is 30s)")
+    ap.add_argument("--history-minutes", type=float, default=0,
+                    help="history written to both stores before the rules and analyzers start (they warm up on it)")
     ap.add_argument("--faults", type=int, default=10, help="faults injected, one every 30 s (bench/lib/h100.py kinds in turn)")
     ap.add_argument("--fault-at", type=float, default=10, help="minute of the run the first fault starts")
     ap.add_argument("--work-dir", default="/tmp/argus-fleet-one-machine")
@@ -129,36 +131,57 @@ def main():
               vm_port, "/health", a.work_dir)
     store = Proc("argus-store", [a.argus_bin, "serve", "--listen", f"127.0.0.1:{store_port}", "--data-dir",
                                  f"{a.work_dir}/argus-store", "--role", "store", "--no-collector"], store_port, "/-/ready", a.work_dir)
-    cfg = os.path.join(a.work_dir, "analyzer.toml")
-    open(cfg, "w").write(f'[server]\nlisten = "127.0.0.1:{an_port}"\n[store]\nbackend = "prometheus"\n'
-                         f'[store.remote]\nflavour = "victoriametrics"\nurl = "http://127.0.0.1:{store_port}"\n')
-    analyzer = Proc("argus-analyzer", [a.argus_bin, "serve", "--config", cfg, "--data-dir", f"{a.work_dir}/argus-analyzer",
-                                       "--role", "rules,analyzer,alertd", "--no-collector"], an_port, "/-/ready", a.work_dir)
-    procs = [vm, store, analyzer]
-    # The same rules and analyzer on VictoriaMetrics, sharded: --vm-shards rules and analyzer processes
-    # each, posting to an alertd of their own.
-    shard_alertd = None
-    if a.vm_shards:
-        ad_port = server.free_port()
-        shard_alertd = Proc("vm-alertd", [a.argus_bin, "serve", "--listen", f"127.0.0.1:{ad_port}", "--data-dir",
-                                          f"{a.work_dir}/vm-alertd", "--role", "alertd", "--no-collector"], ad_port, "/-/ready", a.work_dir)
-        procs.append(shard_alertd)
-        for role in ("rules", "analyzer"):
-            for i in range(a.vm_shards):
-                port = server.free_port()
-                c = os.path.join(a.work_dir, f"vm-{role}-{i}.toml")
-                open(c, "w").write(f'[server]\nlisten = "127.0.0.1:{port}"\nalert_urls = ["http://127.0.0.1:{ad_port}"]\n'
-                                   f'[store]\nbackend = "prometheus"\n[store.remote]\nflavour = "victoriametrics"\n'
-                                   f'url = "http://127.0.0.1:{vm_port}"\n')
-                procs.append(Proc(f"vm-{role}-{i}", [a.argus_bin, "serve", "--config", c, "--data-dir", f"{a.work_dir}/vm-{role}-{i}",
-                                                     "--role", role, "--no-collector", "--shard", f"{i}/{a.vm_shards}"],
-                                  port, "/metrics", a.work_dir))
+    procs = [vm, store]
+
+    def start_readers():
+        """The rules/analyzer/alertd process on the Argus store and, with --vm-shards, the shards on
+        VictoriaMetrics: started once the history is in, so that they warm up on it."""
+        shard_alertd = None
+        cfg = os.path.join(a.work_dir, "analyzer.toml")
+        open(cfg, "w").write(f'[server]\nlisten = "127.0.0.1:{an_port}"\n[store]\nbackend = "prometheus"\n'
+                             f'[store.remote]\nflavour = "victoriametrics"\nurl = "http://127.0.0.1:{store_port}"\n')
+        analyzer = Proc("argus-analyzer", [a.argus_bin, "serve", "--config", cfg, "--data-dir", f"{a.work_dir}/argus-analyzer",
+                                           "--role", "rules,analyzer,alertd", "--no-collector"], an_port, "/-/ready", a.work_dir)
+        procs.append(analyzer)
+        # The same rules and analyzer on VictoriaMetrics, sharded: --vm-shards rules and analyzer processes
+        # each, posting to an alertd of their own.
+        if a.vm_shards:
+            ad_port = server.free_port()
+            shard_alertd = Proc("vm-alertd", [a.argus_bin, "serve", "--listen", f"127.0.0.1:{ad_port}", "--data-dir",
+                                              f"{a.work_dir}/vm-alertd", "--role", "alertd", "--no-collector"], ad_port, "/-/ready", a.work_dir)
+            procs.append(shard_alertd)
+            for role in ("rules", "analyzer"):
+                for i in range(a.vm_shards):
+                    port = server.free_port()
+                    c = os.path.join(a.work_dir, f"vm-{role}-{i}.toml")
+                    open(c, "w").write(f'[server]\nlisten = "127.0.0.1:{port}"\nalert_urls = ["http://127.0.0.1:{ad_port}"]\n'
+                                       f'[store]\nbackend = "prometheus"\n[store.remote]\nflavour = "victoriametrics"\n'
+                                       f'url = "http://127.0.0.1:{vm_port}"\n')
+                    procs.append(Proc(f"vm-{role}-{i}", [a.argus_bin, "serve", "--config", c, "--data-dir", f"{a.work_dir}/vm-{role}-{i}",
+                                                         "--role", role, "--no-collector", "--shard", f"{i}/{a.vm_shards}"],
+                                      port, "/metrics", a.work_dir))
+        return analyzer, shard_alertd
+
     nodes = [h100.Node(i) for i in range(a.nodes)]
     per_node = len(nodes[0].series())
     senders = {"vm": Sender(vm_port, "/api/v2/write?precision=ns"), "argus": Sender(store_port, "/api/v2/write?precision=ns")}
     samples = []
     try:
         for p in procs:
+            p.wait_ready()
+        if a.history_minutes > 0:
+            now = time.time() // STEP * STEP
+            steps = int(a.history_minutes * 60 / STEP)
+            log(f"writing {a.history_minutes} min of history to both stores")
+            for k in range(steps, 0, -1):
+                ts = int(now - k * STEP) * 10**9
+                lines = [ln for n in nodes for ln in n.lines(ts)]
+                bodies = [("\n".join(lines[i:i + 5000]) + "\n").encode() for i in range(0, len(lines), 5000)]
+                for port in (vm_port, store_port):
+                    client.ingest(port, bodies, writers=2)
+            log("history written")
+        analyzer, shard_alertd = start_readers()
+        for p in procs[2:]:
             p.wait_ready()
         for s in senders.values():
             s.start()
