@@ -284,10 +284,19 @@ impl Db {
     /// arrive faster than the upkeep cuts them into blocks (which begins at a quarter), and only blocks
     /// can be deleted to keep the bound, so writes should wait for the next flush.
     pub fn over_disk(&self) -> bool {
-        self.shared
-            .opts
-            .max_disk_size
-            .is_some_and(|max| flush::live_bytes(&self.shared).is_ok_and(|live| live > max / 2))
+        self.shared.live_over(2)
+    }
+
+    /// Why writes should wait now, if they should: both refusals are a 503 with `Retry-After` that the
+    /// upkeep's next flush lifts.
+    pub fn write_pressure(&self) -> Option<Pressure> {
+        if self.over_budget() {
+            Some(Pressure::Memory)
+        } else if self.over_disk() {
+            Some(Pressure::Disk)
+        } else {
+            None
+        }
     }
 
     /// Bytes of the head, for the admission check and the status page.
@@ -299,6 +308,35 @@ impl Db {
     /// the head in blocks; the WAL alone keeps everything acknowledged.
     pub fn close(self) {
         self.committer.stop();
+    }
+}
+
+/// Why the store refuses writes for now ([`Db::write_pressure`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pressure {
+    /// The head, or its series, over their share of `memory_limit`.
+    Memory,
+    /// The WAL and the head's chunks over half of `max_disk_size`.
+    Disk,
+}
+
+impl Pressure {
+    /// The `reason` of `argus_store_batches_rejected_total`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Pressure::Memory => "memory",
+            Pressure::Disk => "disk",
+        }
+    }
+
+    /// What a refused writer is told.
+    pub fn message(self) -> &'static str {
+        match self {
+            Pressure::Memory => "the store is over its memory budget and flushing; retry later",
+            Pressure::Disk => {
+                "the store's WAL holds over half of store.max_disk_size and is being cut into blocks; retry later"
+            }
+        }
     }
 }
 
@@ -337,7 +375,12 @@ impl Shared {
     /// leave the rest of the bound to the blocks, whose oldest go first. Without this a bound smaller
     /// than a block range's WAL could never hold, and every new block would be deleted as it came.
     pub fn size_flush_due(&self) -> bool {
-        self.opts.max_disk_size.is_some_and(|max| flush::live_bytes(self).is_ok_and(|live| live > max / 4))
+        self.live_over(4)
+    }
+
+    /// Whether, under `max_disk_size`, the WAL and the head's chunks hold more than `1/part` of it.
+    fn live_over(&self, part: u64) -> bool {
+        self.opts.max_disk_size.is_some_and(|max| flush::live_bytes(self).is_ok_and(|live| live > max / part))
     }
 
     /// Whether `series` more bytes of new series and `samples` more bytes of samples would put the head

@@ -24,8 +24,9 @@ pub enum BackendError {
          prometheus-compatible backend (embedded or prometheus)"
     )]
     PromqlUnavailable { backend: &'static str },
-    /// The embedded store holds more than its memory budget; it flushes and recovers.
-    #[error("the embedded store is over its memory budget")]
+    /// The embedded store refuses writes for now (its memory budget, or its WAL over half of
+    /// `max_disk_size`); it flushes and recovers.
+    #[error("the embedded store is over its memory budget or its disk bound; retry later")]
     Overloaded,
     /// The embedded store failed to read or write (disk, shutdown).
     #[error("embedded store: {0}")]

@@ -34,7 +34,7 @@ impl StoreBackend for Embedded {
         let db = self.db.clone();
         Box::pin(async move {
             // As the HTTP API answers 503: the head flushes and writes resume.
-            if db.over_budget() || db.over_disk() {
+            if db.write_pressure().is_some() {
                 return Err(BackendError::Overloaded);
             }
             let pairs: Vec<_> = series.into_iter().map(|s| (s.labels, s.samples)).collect();

@@ -36,23 +36,9 @@ impl Drop for Admission<'_> {
 /// Admits a body of `len` bytes (decoded size unknown yet, so it is charged at `len` times the expected
 /// expansion), or answers 429/503 with Retry-After.
 pub fn admit(state: &State, len: usize) -> Result<Admission<'_>, Response> {
-    if state.db.over_budget() {
-        state.db.metrics().rejected("memory");
-        return Err(influx_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "the store is over its memory budget and flushing; retry later".into(),
-            None,
-        ));
-    }
-    if state.db.over_disk() {
-        state.db.metrics().rejected("disk");
-        return Err(influx_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "the store's WAL holds over half of store.max_disk_size and is being cut into blocks; retry later".into(),
-            None,
-        ));
+    if let Some(pressure) = state.db.write_pressure() {
+        state.db.metrics().rejected(pressure.reason());
+        return Err(influx_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", pressure.message().into(), None));
     }
     // Parsing a body builds its lines, keys, samples and the labels of new series: a 640 KB batch of
     // 10,000 lines of new series peaks near 10 MB, so a body is charged 16 times its size.
