@@ -12,6 +12,10 @@
 #[allow(dead_code)]
 mod server;
 
+#[path = "support/peers.rs"]
+#[allow(dead_code)]
+mod peers;
+
 use argus_model::{Labels, MatchOp, Matcher, Sample};
 use argus_store::backend::{
     self, BackendError, Embedded, Flavour, InfluxSpec, QueryValue, RemoteOptions, RemoteSpec, Secret, StoreBackend,
@@ -25,11 +29,10 @@ use axum::http::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use expect_test::expect;
+use peers::{Peer, installed};
 use server::{Server, free_port, now_ms};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tempfile::TempDir;
 use tokio::runtime::Runtime;
 
 const SEC: i64 = 1000;
@@ -195,79 +198,6 @@ fn influx_backend(rt: &Runtime, url: &str, token: &str) -> Arc<dyn StoreBackend>
     rt.block_on(async { backend::connect(RemoteOptions::Influxdb2(opts)) }).expect("backend")
 }
 
-// === peers ===
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn installed(cmd: &str, version_flag: &str) -> bool {
-    let ok = Command::new(cmd).arg(version_flag).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
-    if !ok {
-        eprintln!("skipped: {cmd} is not installed (run scripts/install-peers.sh)");
-    }
-    ok
-}
-
-/// Starts a peer on a free port until its health path answers 200; `args` gets the address.
-fn start_peer(cmd: &str, health: &str, args: impl Fn(&str) -> Vec<String>) -> (Killed, String) {
-    let http = reqwest::blocking::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().expect("client");
-    for _ in 0..5 {
-        let addr = format!("127.0.0.1:{}", free_port());
-        let child = Command::new(cmd).args(args(&addr)).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
-        let mut peer = Killed(child.expect("spawn peer"));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if peer.0.try_wait().expect("try_wait").is_some() {
-                break; // probably the port was taken in between: try another
-            }
-            if http.get(format!("http://{addr}{health}")).send().is_ok_and(|r| r.status().is_success()) {
-                return (peer, format!("http://{addr}"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    panic!("{cmd} did not become healthy");
-}
-
-/// VictoriaMetrics single-node: no latency offset and no cache, so fresh writes answer at once.
-struct Vm {
-    base: String,
-    _proc: Killed,
-    _dir: TempDir,
-}
-
-fn victoria_metrics() -> Option<Vm> {
-    if !installed("victoria-metrics", "-version") {
-        return None;
-    }
-    let dir = tempfile::tempdir().expect("vm dir");
-    let path = dir.path().display().to_string();
-    let (proc, base) = start_peer("victoria-metrics", "/health", |addr| {
-        vec![
-            format!("-storageDataPath={path}"),
-            format!("-httpListenAddr={addr}"),
-            "-search.latencyOffset=0s".into(),
-            "-search.disableCache".into(),
-            "-loggerLevel=ERROR".into(),
-        ]
-    });
-    Some(Vm { base, _proc: proc, _dir: dir })
-}
-
-impl Vm {
-    /// Makes what was written searchable now rather than within a second or two.
-    fn flush(&self) {
-        let r = reqwest::blocking::Client::new().get(format!("{}/internal/force_flush", self.base)).send();
-        assert!(r.is_ok_and(|r| r.status().is_success()), "force_flush failed");
-    }
-}
-
 /// Serves an axum app on a loopback port of the runtime; returns its base URL.
 fn serve_app(rt: &Runtime, app: Router) -> String {
     let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
@@ -279,7 +209,7 @@ fn serve_app(rt: &Runtime, app: Router) -> String {
 // === VictoriaMetrics ===
 
 fn check_victoria_metrics(write: WriteProtocol) {
-    let Some(vm) = victoria_metrics() else { return };
+    let Some(vm) = Peer::victoria_metrics() else { return };
     let rt = runtime();
     let t0 = t0();
     let want = embedded_answers(&rt, t0);
@@ -379,7 +309,7 @@ fn check_layout(flavour: Flavour, write: WriteProtocol, tenant: &str, write_path
     let rt = runtime();
     let t0 = t0();
     let want = embedded_answers(&rt, t0);
-    let Some(vm) = victoria_metrics() else { return };
+    let Some(vm) = Peer::victoria_metrics() else { return };
     let proxy = Arc::new(LayoutProxy::new(&vm.base, flavour, tenant));
     let url = serve_app(&rt, Router::new().fallback(forward).with_state(proxy.clone()));
     let spec = RemoteSpec { tenant: Some(tenant.into()), ..remote(flavour, &url, write) };
@@ -432,24 +362,12 @@ fn mimir_and_thanos_paths_and_tenant_headers_answer_as_embedded() {
 
 #[test]
 fn prometheus_answers_as_embedded() {
-    if !installed("prometheus", "--version") {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("prometheus dir");
-    let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(&cfg, "global:\n  scrape_interval: 1h\n").expect("config");
-    let (_prom, base) = start_peer("prometheus", "/-/ready", |addr| {
-        vec![
-            format!("--config.file={}", cfg.display()),
-            format!("--storage.tsdb.path={}", dir.path().join("data").display()),
-            format!("--web.listen-address={addr}"),
-            "--web.enable-remote-write-receiver".into(),
-        ]
-    });
+    let Some(prom) = Peer::prometheus() else { return };
+    let base = &prom.base;
     let rt = runtime();
     let t0 = t0();
     let want = embedded_answers(&rt, t0);
-    let b = prometheus_backend(&rt, remote(Flavour::Prometheus, &base, WriteProtocol::RemoteWrite));
+    let b = prometheus_backend(&rt, remote(Flavour::Prometheus, base, WriteProtocol::RemoteWrite));
     rt.block_on(b.write(gpu_series(t0))).expect("remote write to prometheus");
     assert_answers(&rt, b.as_ref(), t0, &want);
 }
@@ -492,7 +410,7 @@ fn influxdb2_writes_read_back_through_promql() {
     let reader = prometheus_backend(&rt, remote(Flavour::Prometheus, srv.base(), WriteProtocol::RemoteWrite));
     assert_answers(&rt, reader.as_ref(), t0, &want);
 
-    let Some(vm) = victoria_metrics() else { return };
+    let Some(vm) = Peer::victoria_metrics() else { return };
     let influx = influx_backend(&rt, &vm.base, "any");
     rt.block_on(influx.write(gpu_series(t0))).expect("influxdb2 write to victoriametrics");
     vm.flush();

@@ -9,106 +9,40 @@
 #[allow(dead_code)]
 mod server;
 
+#[path = "support/peers.rs"]
+#[allow(dead_code)]
+mod peers;
+
 use argus_model::{Labels, Sample};
 use argus_store::backend::{Flavour, PrometheusOptions, RemoteSpec, StoreBackend};
 use argus_store::remote_write::WriteSeries;
+use peers::Peer;
 use serde_json::Value;
 use server::{Server, free_port, now_ms};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tempfile::TempDir;
 
 const STEP: i64 = 10_000;
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A Prometheus-compatible store on a free port: VictoriaMetrics single-node, or Prometheus with its
-/// remote-write receiver.
+/// A Prometheus-compatible store the roles run on, and how Argus names its kind.
 struct RemoteStore {
-    base: String,
+    peer: Peer,
     flavour: Flavour,
-    _proc: Killed,
-    _dir: TempDir,
-}
-
-/// Starts `binary` with the arguments `args` makes of (data dir, listen address) until `health`
-/// answers; None (and a message) when the binary is not installed, which fails under CI.
-fn peer(
-    binary: &str,
-    flavour: Flavour,
-    health: &str,
-    args: impl Fn(&std::path::Path, &str) -> Vec<String>,
-) -> Option<RemoteStore> {
-    let installed = Command::new(binary).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
-    if !installed {
-        assert!(std::env::var_os("CI").is_none(), "{binary} is not installed (scripts/install-peers.sh)");
-        eprintln!("skipped: {binary} is not installed (run scripts/install-peers.sh)");
-        return None;
-    }
-    let http = reqwest::blocking::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().unwrap();
-    for _ in 0..5 {
-        let dir = tempfile::tempdir().unwrap();
-        let addr = format!("127.0.0.1:{}", free_port());
-        let child = Command::new(binary)
-            .args(args(dir.path(), &addr))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {binary}: {e}"));
-        let mut proc = Killed(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if proc.0.try_wait().unwrap().is_some() {
-                break;
-            }
-            if http.get(format!("http://{addr}{health}")).send().is_ok_and(|r| r.status().is_success()) {
-                return Some(RemoteStore { base: format!("http://{addr}"), flavour, _proc: proc, _dir: dir });
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    panic!("{binary} did not become healthy");
 }
 
 fn victoria_metrics() -> Option<RemoteStore> {
-    peer("victoria-metrics", Flavour::VictoriaMetrics, "/health", |dir, addr| {
-        vec![
-            format!("-storageDataPath={}", dir.display()),
-            format!("-httpListenAddr={addr}"),
-            "-search.latencyOffset=0s".into(),
-            "-search.disableCache".into(),
-            "-loggerLevel=ERROR".into(),
-        ]
-    })
+    Some(RemoteStore { peer: Peer::victoria_metrics()?, flavour: Flavour::VictoriaMetrics })
 }
 
-/// Prometheus with nothing to scrape: only what remote write sends it.
 fn prometheus() -> Option<RemoteStore> {
-    peer("prometheus", Flavour::Prometheus, "/-/ready", |dir, addr| {
-        let config = dir.join("prometheus.yml");
-        std::fs::write(&config, "global: {evaluation_interval: 10s}\nscrape_configs: []\n").unwrap();
-        vec![
-            format!("--config.file={}", config.display()),
-            format!("--storage.tsdb.path={}", dir.join("data").display()),
-            format!("--web.listen-address={addr}"),
-            "--web.enable-remote-write-receiver".into(),
-            "--log.level=error".into(),
-        ]
-    })
+    Some(RemoteStore { peer: Peer::prometheus()?, flavour: Flavour::Prometheus })
 }
 
 impl RemoteStore {
     fn backend(&self) -> Arc<dyn StoreBackend> {
-        let spec = RemoteSpec { flavour: self.flavour, url: Some(self.base.clone()), ..Default::default() };
+        let spec = RemoteSpec { flavour: self.flavour, url: Some(self.peer.base.clone()), ..Default::default() };
         let opts: PrometheusOptions = spec.validate().unwrap();
         Arc::new(argus_store::backend::Prometheus::new(opts).unwrap())
     }
@@ -117,11 +51,11 @@ impl RemoteStore {
     fn query(&self, q: &str) -> Vec<Value> {
         let http = reqwest::blocking::Client::new();
         if self.flavour == Flavour::VictoriaMetrics {
-            let _ = http.get(format!("{}/internal/force_flush", self.base)).send();
+            self.peer.flush();
         }
         let body = format!("query={}", url_encode(q));
         let r: Value = http
-            .post(format!("{}/api/v1/query", self.base))
+            .post(format!("{}/api/v1/query", self.peer.base))
             .header("content-type", "application/x-www-form-urlencoded")
             .body(body)
             .send()
@@ -272,7 +206,7 @@ fn remote_config(vm: &RemoteStore, alerting: &std::path::Path, extra: &str) -> S
         "[store]\nbackend = \"prometheus\"\n[store.remote]\nflavour = \"{}\"\nurl = \"{}\"\n{extra}\n\
          [alertd]\nconfig_file = \"{}\"\n{ANALYZER}",
         vm.flavour.name(),
-        vm.base,
+        vm.peer.base,
         alerting.display()
     )
 }
