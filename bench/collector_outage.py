@@ -22,6 +22,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lib import gpu_fixture  # noqa: E402
 from lib.lp_receiver import Receiver  # noqa: E402
 from lib.server import free_port  # noqa: E402
 
@@ -30,23 +31,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def eight_gpus(path):
-    """The two-board H100 fixture widened to eight boards; Xid events left out (they are one-shot)."""
-    with open(os.path.join(ROOT, "collector/tests/fixtures/gpu/h100.json")) as f:
-        d = json.load(f)
-    devices = []
-    for i in range(8):
-        dev = json.loads(json.dumps(d["devices"][i % 2]))
-        dev["index"] = i
-        dev["uuid"] = dev["uuid"][:-2] + f"{i:02d}"
-        dev["pci_bus_id"] = f"00000000:{0x18 + 0x10 * i:02X}:00.0"
-        dev["processes"] = []
-        devices.append(dev)
-    d["devices"], d["xid_events"] = devices, []
-    with open(path, "w") as f:
-        json.dump(d, f)
 
 
 def serve(args, port, data):
@@ -85,7 +69,7 @@ def main():
     port = free_port()
     truth = Receiver()
     fixture = os.path.join(work, "gpu8.json")
-    eight_gpus(fixture)
+    gpu_fixture.widened(fixture, 8)
     cfg = os.path.join(work, "collector.toml")
     with open(cfg, "w") as f:
         f.write(f"""[collector]

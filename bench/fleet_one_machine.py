@@ -27,7 +27,7 @@ usage: python3 bench/fleet_one_machine.py [--nodes 250] [--minutes 30]
    p99 / max, ticks dropped or late, and whether each sender kept up.
 Python 3 standard library only.
 """
-import argparse, http.client, json, os, queue, shutil, statistics, sys, threading, time
+import argparse, json, os, queue, shutil, statistics, sys, threading, time
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,61 +40,28 @@ STEP = 10
 
 
 class Sender(threading.Thread):
-    """Posts each tick's bodies to one server with two keep-alive writers; counts points acknowledged."""
+    """Posts each tick's bodies to one server (bench/lib/client.py's writers: two keep-alive connections,
+    429/503 retried); counts points acknowledged, and ticks that failed or ended past their deadline."""
 
     def __init__(self, port, path):
         super().__init__(daemon=True)
         self.port, self.path, self.q = port, path, queue.Queue()
         self.acked_points, self.failed, self.late_ticks, self.busy_s = 0, 0, 0, 0.0
 
-    def post(self, conn, body):
-        for attempt in range(20):
-            try:
-                conn.request("POST", self.path, body=body, headers={"Content-Type": "text/plain"})
-                r = conn.getresponse()
-                r.read()
-                if r.status in (200, 204):
-                    return True, conn
-                if r.status in (429, 503):
-                    time.sleep(0.2 * (attempt + 1))
-                    continue
-                log(f"{self.port}{self.path}: {r.status}")
-                return False, conn
-            except (OSError, http.client.HTTPException):
-                conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-                time.sleep(0.2)
-        return False, conn
-
     def run(self):
-        conns = [http.client.HTTPConnection("127.0.0.1", self.port, timeout=120) for _ in range(2)]
         while True:
             item = self.q.get()
             if item is None:
                 return
             deadline, bodies = item
             t0 = time.time()
-            work = queue.Queue()
-            for b in bodies:
-                work.put(b)
-            results = []
-
-            def writer(i):
-                while True:
-                    try:
-                        body, points = work.get_nowait()
-                    except queue.Empty:
-                        return
-                    ok, conns[i] = self.post(conns[i], body)
-                    results.append((ok, points))
-
-            ws = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
-            for w in ws:
-                w.start()
-            for w in ws:
-                w.join()
-            self.acked_points += sum(p for ok, p in results if ok)
-            self.failed += sum(1 for ok, _ in results if not ok)
+            try:
+                client.ingest(self.port, [b for b, _ in bodies], writers=2, path=self.path)
+                self.acked_points += sum(p for _, p in bodies)
+            except (client.WriteError, OSError) as e:
+                # A tick whose writes did not all succeed counts as failed whole, none of its points acked.
+                log(f"{self.port}{self.path}: {e}")
+                self.failed += len(bodies)
             self.busy_s += time.time() - t0
             if time.time() > deadline:
                 self.late_ticks += 1
@@ -175,8 +142,7 @@ def main():
             log(f"writing {a.history_minutes} min of history to both stores")
             for k in range(steps, 0, -1):
                 ts = int(now - k * STEP) * 10**9
-                lines = [ln for n in nodes for ln in n.lines(ts)]
-                bodies = [("\n".join(lines[i:i + 5000]) + "\n").encode() for i in range(0, len(lines), 5000)]
+                bodies = client.bodies(ln for n in nodes for ln in n.lines(ts))
                 for port in (vm_port, store_port):
                     client.ingest(port, bodies, writers=2)
             log("history written")
@@ -217,17 +183,9 @@ def main():
         while t < end:
             time.sleep(max(0, t - time.time()))
             g0 = time.time()
-            bodies, buf, pts = [], [], 0
-            for n in nodes:
-                lines = n.lines(int(t) * 10**9)
-                buf.extend(lines)
-                if len(buf) >= 5000:
-                    bodies.append((("\n".join(buf) + "\n").encode(), None))
-                    buf = []
-            if buf:
-                bodies.append((("\n".join(buf) + "\n").encode(), None))
+            bodies = client.bodies(ln for n in nodes for ln in n.lines(int(t) * 10**9))
             per_body = a.nodes * per_node / len(bodies)
-            bodies = [(b, per_body) for b, _ in bodies]
+            bodies = [(b, per_body) for b in bodies]
             gen_s.append(time.time() - g0)
             for s in senders.values():
                 s.q.put((t + STEP, bodies))

@@ -32,24 +32,6 @@ from lib.procs import log  # noqa: E402
 STEP = 10
 
 
-def batches(nodes, ts_list, per=4000):
-    """Line-protocol bodies of every node at each time of ts_list (seconds), in time order."""
-    out, buf = [], []
-    for t in ts_list:
-        for n in nodes:
-            buf.extend(n.lines(int(t) * 10**9))
-            if len(buf) >= per:
-                out.append(("\n".join(buf) + "\n").encode())
-                buf = []
-    if buf:
-        out.append(("\n".join(buf) + "\n").encode())
-    return out
-
-
-def points_of(bodies):
-    return sum(line.count(b"=") - line.split(b" ", 1)[0].count(b"=") for b in bodies for line in b.splitlines())
-
-
 def query(srv, q, at=None):
     params = {"query": q}
     if at:
@@ -102,8 +84,8 @@ def main():
     t0 = now - a.hours * 3600
     ts = [t0 + i * STEP for i in range(int(a.hours * 3600 / STEP))]
     log(f"{a.nodes} nodes x {len(per_node)} series, {len(ts)} steps: generating")
-    bodies = batches(nodes, ts)
-    points = points_of(bodies)
+    bodies = client.bodies((ln for t in ts for n in nodes for ln in n.lines(int(t) * 10**9)), per=4000)
+    points = len(ts) * len(nodes) * len(per_node)  # every series a sample at every step
     log(f"{points:,} points in {len(bodies)} bodies, {sum(map(len, bodies)) / 1e6:.0f} MB")
 
     res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "nodes": a.nodes, "hours": a.hours,
@@ -120,7 +102,7 @@ def main():
         ticks = []
         while time.time() < end:
             t = time.time() // STEP * STEP
-            client.ingest(srv.port, batches(nodes, [t]), writers=1)
+            client.ingest(srv.port, client.bodies(ln for n in nodes for ln in n.lines(int(t) * 10**9)), writers=1)
             ticks.append(t)
             time.sleep(max(0, t + STEP - time.time()) + 0.05)
         time.sleep(15)

@@ -57,6 +57,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib import client, h100, report, server  # noqa: E402
+from lib.procs import log  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WRITE_PATH = "/api/v2/write?precision=ns"
@@ -68,10 +69,6 @@ METRICS = ("argus_store_disk_bytes", "argus_store_max_disk_bytes", "argus_store_
            "argus_store_blocks_deleted_retention_total", "argus_store_blocks", "argus_store_blocks_bytes",
            "argus_store_head_chunk_file_bytes", 'argus_store_samples_dropped_total{reason="retention"}')
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def parse_args(argv=None):
@@ -106,30 +103,6 @@ def parse_args(argv=None):
 
 # === workload ===
 
-def split_unescaped(s, sep):
-    out, cur, i = [], [], 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            cur.append(s[i + 1])
-            i += 2
-            continue
-        if c == sep:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    out.append("".join(cur))
-    return out
-
-
-def prefix_labels(prefix):
-    """'m,k=v,k2=v2 ' -> (measurement, {k: v}) with line protocol escapes undone."""
-    parts = split_unescaped(prefix.rstrip(" "), ",")
-    return parts[0], dict(p.split("=", 1) for p in parts[1:])
-
-
 class Workload:
     """The steps, the expected series and the reference series. Batches are generated on the fly from fresh
     Node objects (same seed), so both runs get the same bytes."""
@@ -146,9 +119,8 @@ class Workload:
         self.expected = {}
         for n in shapes:
             for ln in n.lines_:
-                m, labels = prefix_labels(ln.prefix)
-                for field, _ in ln.fields:
-                    self.expected.setdefault(f"{m}_{field}", set()).add(frozenset(labels.items()))
+                for name, labels in ln.series():
+                    self.expected.setdefault(name, set()).add(frozenset(labels.items()))
         self.series = sum(len(v) for v in self.expected.values())
         if self.series != self.series_per_node * a.nodes:
             log(f"WARNING: {self.series} distinct series, Node.series() says {self.series_per_node} per node")
@@ -166,8 +138,7 @@ class Workload:
                     li = len(node.lines_) + li
                 ln = node.lines_[li]
                 fi = 0 if field is None else [f for f, _ in ln.fields].index(field)
-                m, labels = prefix_labels(ln.prefix)
-                refs.append((ni, li, fi, f"{m}_{ln.fields[fi][0]}", labels))
+                refs.append((ni, li, fi, *ln.series()[fi]))
         return refs
 
     def ts_ms(self, step):
@@ -190,7 +161,8 @@ class Workload:
                     lines = n.lines(ts_ns)
                     for r, li, fi in by_node.get(ni, ()):
                         fields = lines[li][len(n.lines_[li].prefix):].rsplit(" ", 1)[0]
-                        ref_values[r][s] = split_unescaped(fields, ",")[fi].split("=", 1)[1]
+                        # Field values are numbers: no escaped commas in them.
+                        ref_values[r][s] = fields.split(",")[fi].split("=", 1)[1]
                     out.extend(lines)
             out.append("")
             yield first, steps, "\n".join(out).encode()

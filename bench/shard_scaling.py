@@ -18,14 +18,14 @@ usage: python3 bench/shard_scaling.py [--hosts 1600] [--shards 1,2,4] [--measure
    N x mean shard CPU / (1-shard CPU): 1.00 is a perfect 1/N split; the goal is within 15 %.
 Python 3 standard library only.
 """
-import argparse, json, os, random, shutil, signal, statistics, subprocess, sys, threading, time
+import argparse, json, os, random, shutil, statistics, sys, threading, time
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from lib import client, server  # noqa: E402
-from lib.procs import cpu_seconds as cpu_s, get, log, scrape, total  # noqa: E402
+from lib.procs import Proc, log, scrape, total  # noqa: E402
 
 STEP = 10
 
@@ -55,27 +55,6 @@ class Fleet:
         return out
 
 
-def bodies(lines, per=5000):
-    return [("\n".join(lines[i:i + per]) + "\n").encode() for i in range(0, len(lines), per)]
-
-
-def spawn(argv, log_path):
-    f = open(log_path, "wb")
-    return subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-
-def wait_http(port, path, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            if get(port, path, timeout=2)[0] == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"port {port}: {path} not ready")
-
-
 def run_shards(a, n, store_port, alertd_port, expected_series):
     procs = []
     for i in range(n):
@@ -87,16 +66,17 @@ def run_shards(a, n, store_port, alertd_port, expected_series):
                f'[store]\nbackend = "prometheus"\n[store.remote]\nflavour = "victoriametrics"\n'
                f'url = "http://127.0.0.1:{store_port}"\n[analyzer]\nwarmup = "{a.warmup}"\n')
         open(os.path.join(d, "argus.toml"), "w").write(cfg)
-        p = spawn([a.argus_bin, "serve", "--config", os.path.join(d, "argus.toml"), "--data-dir", os.path.join(d, "data"),
-                   "--role", "analyzer", "--no-collector", "--shard", f"{i}/{n}"], os.path.join(d, "log"))
-        procs.append((p, port))
+        procs.append(Proc(f"shards{n}-{i}", [a.argus_bin, "serve", "--config", os.path.join(d, "argus.toml"),
+                                              "--data-dir", os.path.join(d, "data"), "--role", "analyzer", "--no-collector",
+                                              "--shard", f"{i}/{n}"], port, "/metrics", a.work_dir))
+    ports = [p.port for p in procs]
     try:
-        for _, port in procs:
-            wait_http(port, "/metrics")
+        for p in procs:
+            p.wait_ready()
         # Warmed up: every shard's series tracked add up to the whole, then two more evaluations each.
         started = time.time()
         while True:
-            ms = [(scrape(port) or {}) for _, port in procs]
+            ms = [(scrape(port) or {}) for port in ports]
             tracked = [total(m, "argus_analyzer_series") for m in ms]
             if sum(tracked) >= expected_series:
                 break
@@ -106,18 +86,18 @@ def run_shards(a, n, store_port, alertd_port, expected_series):
         evals0 = [total(m, "argus_analyzer_evaluations_total") for m in ms]
         rules = max(1, len([k for k in ms[0] if k.startswith("argus_analyzer_evaluations_total{")]))
         while True:
-            ms = [(scrape(port) or {}) for _, port in procs]
+            ms = [(scrape(port) or {}) for port in ports]
             if all(total(m, "argus_analyzer_evaluations_total") - e >= 2 * rules for m, e in zip(ms, evals0)):
                 break
             time.sleep(1)
         warm_s = time.time() - started
-        c0 = [cpu_s(p.pid) for p, _ in procs]
+        c0 = [p.cpu() for p in procs]
         t0 = [(total(m, "argus_analyzer_tick_seconds_sum"), total(m, "argus_analyzer_tick_seconds_count")) for m in ms]
         w0 = time.time()
         time.sleep(a.measure_minutes * 60)
         w = time.time() - w0
-        c1 = [cpu_s(p.pid) for p, _ in procs]
-        ms = [(scrape(port) or {}) for _, port in procs]
+        c1 = [p.cpu() for p in procs]
+        ms = [(scrape(port) or {}) for port in ports]
         t1 = [(total(m, "argus_analyzer_tick_seconds_sum"), total(m, "argus_analyzer_tick_seconds_count")) for m in ms]
         shards = []
         for i in range(n):
@@ -128,13 +108,8 @@ def run_shards(a, n, store_port, alertd_port, expected_series):
                            "failures": total(ms[i], "argus_analyzer_evaluation_failures_total")})
         return {"shards": n, "warm_s": round(warm_s), "window_s": round(w), "per_shard": shards}
     finally:
-        for p, _ in procs:
-            p.send_signal(signal.SIGTERM)
-        for p, _ in procs:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        for p in procs:
+            p.stop(30)
 
 
 def main():
@@ -152,21 +127,20 @@ def main():
     os.makedirs(a.work_dir)
     hours = {"h": 3600, "m": 60}[a.warmup[-1]] * float(a.warmup[:-1]) / 3600
     store_port, alertd_port = server.free_port(), server.free_port()
-    store = spawn([a.argus_bin, "serve", "--listen", f"127.0.0.1:{store_port}", "--data-dir",
-                   os.path.join(a.work_dir, "store"), "--role", "store", "--no-collector"], os.path.join(a.work_dir, "store.log"))
-    alertd = spawn([a.argus_bin, "serve", "--listen", f"127.0.0.1:{alertd_port}", "--data-dir",
-                    os.path.join(a.work_dir, "alertd"), "--role", "alertd", "--no-collector"], os.path.join(a.work_dir, "alertd.log"))
+    store, alertd = (Proc(role, [a.argus_bin, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir",
+                                 os.path.join(a.work_dir, role), "--role", role, "--no-collector"], port, "/-/ready", a.work_dir)
+                     for role, port in (("store", store_port), ("alertd", alertd_port)))
     fleet = Fleet(a.hosts)
     series = a.hosts * 25
     stop = threading.Event()
     try:
-        wait_http(store_port, "/-/ready")
-        wait_http(alertd_port, "/-/ready")
+        store.wait_ready()
+        alertd.wait_ready()
         now = time.time() // STEP * STEP
         steps = int(hours * 3600 / STEP)
         log(f"{a.hosts} hosts, {series} series: writing {steps} steps of history")
         for k in range(steps + 1):
-            client.ingest(store_port, bodies(fleet.lines(now - (steps - k) * STEP)), writers=2)
+            client.ingest(store_port, client.bodies(fleet.lines(now - (steps - k) * STEP)), writers=2)
         log("history written; live feed every 10 s")
 
         def feed():
@@ -175,7 +149,7 @@ def main():
                 t = time.time() // STEP * STEP
                 while last < t:
                     last += STEP
-                    client.ingest(store_port, bodies(fleet.lines(last)), writers=1)
+                    client.ingest(store_port, client.bodies(fleet.lines(last)), writers=1)
                 stop.wait(max(0.1, last + STEP - time.time() + 0.2))
 
         threading.Thread(target=feed, daemon=True).start()
@@ -188,11 +162,7 @@ def main():
     finally:
         stop.set()
         for p in (store, alertd):
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            p.stop(30)
     one = statistics.mean(s["cpu_s_per_min"] for r in runs if r["shards"] == 1 for s in r["per_shard"]) \
         if any(r["shards"] == 1 for r in runs) else None
     for r in runs:

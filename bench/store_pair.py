@@ -58,12 +58,11 @@ import zlib
 
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import report, server  # noqa: E402
+from lib import gpu_fixture, report, server  # noqa: E402
 from lib.client import get_json  # noqa: E402
 from lib.procs import log, scrape  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURE = os.path.join(REPO, "collector", "tests", "fixtures", "gpu", "h100.json")
 CLUSTER = "store-pair-bench"
 SINKS = ("store-a", "store-b")
 # Series a store derives itself (rules and analyzer outputs, docs/metrics.md): excluded from the comparison.
@@ -98,23 +97,6 @@ def parse_args(argv=None):
 
 
 # === setup ===
-
-def gpu_fixture(path, n):
-    """The two-board H100 fixture widened to n boards; Xid events left out (one-shot, and events, not series)."""
-    with open(FIXTURE) as f:
-        d = json.load(f)
-    devices = []
-    for i in range(n):
-        dev = json.loads(json.dumps(d["devices"][i % 2]))
-        dev["index"] = i
-        dev["uuid"] = dev["uuid"][:-2] + f"{i:02d}"
-        dev["pci_bus_id"] = f"00000000:{(0x18 + 0x10 * i) % 256:02X}:00.0"
-        dev["processes"] = []
-        devices.append(dev)
-    d["devices"], d["xid_events"] = devices, []
-    with open(path, "w") as f:
-        json.dump(d, f)
-
 
 def collector_config(a, i, work, ports, fixture, listen_port):
     data = os.path.join(work, f"collector-{i}")
@@ -316,7 +298,7 @@ def wait_quiet(stores, quiet_s, timeout=600):
 def run(a, work):
     fixture = os.path.join(work, "gpu.json")
     if a.gpus > 0:
-        gpu_fixture(fixture, a.gpus)
+        gpu_fixture.widened(fixture, a.gpus)
     stores = [Store(a, "store-a", work), Store(a, "store-b", work)]
     collectors = []
     marks, snaps = {}, {}

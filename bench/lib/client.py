@@ -26,6 +26,20 @@ def retry_after_seconds(value, default):
         return default
 
 
+def bodies(lines, per=5000):
+    """Line-protocol request bodies of at most `per` lines each, from any iterable of lines (a generator
+    keeps only the bodies in memory)."""
+    out, buf = [], []
+    for line in lines:
+        buf.append(line)
+        if len(buf) == per:
+            out.append(("\n".join(buf) + "\n").encode())
+            buf = []
+    if buf:
+        out.append(("\n".join(buf) + "\n").encode())
+    return out
+
+
 def retry_wait(resp, backoff, stats, lock):
     """Sleeps out a 429/503 answer (its Retry-After, else `backoff`), counts it in `stats` ("retries",
     "retry_wait_s") under `lock`, and returns the next backoff."""

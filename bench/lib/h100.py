@@ -72,12 +72,23 @@ class Counter:
         return f"{self.v}i"
 
 
+def escape_tag(v):
+    """A tag value as line protocol writes it (commas, equals signs and spaces escaped)."""
+    return str(v).replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
+
+
 class Line:
-    __slots__ = ("prefix", "fields")
+    """One line of a collection: a measurement, its tags (as labels, unescaped) and its fields."""
+    __slots__ = ("measurement", "tags", "prefix", "fields")
 
     def __init__(self, measurement, tags, fields):
-        self.prefix = measurement + "".join(f",{k}={v}" for k, v in tags) + " "
+        self.measurement, self.tags = measurement, {k: str(v) for k, v in tags}
+        self.prefix = measurement + "".join(f",{k}={escape_tag(v)}" for k, v in tags) + " "
         self.fields = fields  # [(name, generator)]
+
+    def series(self):
+        """(series name, labels) of each field."""
+        return [(f"{self.measurement}_{n}", self.tags) for n, _ in self.fields]
 
 
 class Node:
@@ -93,7 +104,7 @@ class Node:
             (lambda rate, start=None: Counter(rng, rate, dt, start))
         for g in range(GPUS):
             uuid = f"GPU-{index:04x}{g:04x}-5e1f-4a43-9c6d-{rng.getrandbits(48):012x}"
-            gt = base + [("gpu", g), ("uuid", uuid), ("device", f"nvidia{g}"), ("model", "NVIDIA\\ H100\\ 80GB\\ HBM3")]
+            gt = base + [("gpu", g), ("uuid", uuid), ("device", f"nvidia{g}"), ("model", "NVIDIA H100 80GB HBM3")]
             self.gpu_line = getattr(self, "gpu_line", [])
             self.gpu_line.append(len(lines))
             lines.append(Line("gpu", gt, [
@@ -258,9 +269,9 @@ class Node:
             gpu_line = self.gpu_line[g]
             if f["kind"] == "hot":
                 self._set(gpu_line, "temperature_celsius", Const(95))
-                hot = self.lines_[gpu_line].prefix[:-1] + ",reason=hw_thermal_slowdown "
+                hot = {**self.lines_[gpu_line].tags, "reason": "hw_thermal_slowdown"}
                 for k, ln in enumerate(self.lines_):
-                    if ln.prefix == hot:
+                    if ln.tags == hot:
                         self._set(k, "throttle_reason", Const(1))
             elif f["kind"] == "ecc":
                 dict(self.lines_[gpu_line].fields)["ecc_errors_uncorrected_total"].v += 1
@@ -279,16 +290,10 @@ class Node:
 
     def series(self):
         """(series name, family) of every series this node sends."""
-        out = []
-        for ln in self.lines_:
-            m = ln.prefix.split(",", 1)[0].split(" ", 1)[0]
-            for n, _ in ln.fields:
-                name = f"{m}_{n}" if not m.endswith(":num") else f"{m}_{n}"
-                out.append((name, family(m, n, ln.prefix)))
-        return out
+        return [(f"{ln.measurement}_{n}", family(ln.measurement, n)) for ln in self.lines_ for n, _ in ln.fields]
 
 
-def family(measurement, field, prefix):
+def family(measurement, field):
     if measurement == "gpu":
         if field.startswith("nvlink_"):
             return "GPU NVLink (8 GPUs x 18 links)"

@@ -68,6 +68,17 @@ def status_kib(pid, key):
     return 0
 
 
+def terminate(p, timeout):
+    """SIGTERM to a Popen, SIGKILL if it has not exited within `timeout` seconds; waits for it."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 class Proc:
     """A server process with its log in `work`/NAME.log, ready when `ready` answers 200 on `port`."""
 
@@ -96,11 +107,5 @@ class Proc:
         return status_kib(self.p.pid, key)
 
     def stop(self, timeout=60):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        terminate(self.p, timeout)
         self.log.close()

@@ -3,7 +3,6 @@ import http.client
 import os
 import re
 import shlex
-import signal
 import socket
 import subprocess
 import time
@@ -150,13 +149,8 @@ class Server:
         raise RuntimeError(f"{self.spec.name} not ready after {timeout}s on port {self.port}; see {self.log_path}")
 
     def stop(self, timeout=30):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc:
+            procs.terminate(self.proc, timeout)
         if getattr(self, "_log", None):
             self._log.close()
 
