@@ -33,6 +33,9 @@ pub struct Metrics {
     pub blocks_deleted_retention: Counter,
     pub blocks_deleted_size: Counter,
     pub disk_bytes: Gauge,
+    /// The most `disk_bytes` held at once since start, blocks being written beside their sources
+    /// included.
+    pub disk_peak_bytes: Gauge,
     pub max_disk_bytes: Gauge,
     pub chunk_cache: crate::block::cache::CacheMetrics,
 }
@@ -86,6 +89,12 @@ impl Metrics {
             "disk_bytes",
             "Bytes of the data directory counted against max_disk_size: blocks, WAL and head chunks",
             self.disk_bytes.clone(),
+        );
+        r.register(
+            "disk_peak_bytes",
+            "The most bytes the data directory held at once since start (blocks, WAL, head chunks, and blocks \
+             being written beside the WAL or the blocks they replace)",
+            self.disk_peak_bytes.clone(),
         );
         r.register("max_disk_bytes", "store.max_disk_size (0: no bound)", self.max_disk_bytes.clone());
         let c = &self.chunk_cache;

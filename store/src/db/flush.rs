@@ -44,6 +44,14 @@ pub(crate) fn flush(shared: &Shared, committer: &Committer) -> Result<(), DbErro
 /// Writes a frozen head as level-0 blocks, loads them, releases the frozen head and removes the WAL
 /// segments before `segment`.
 fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64) -> Result<(), DbError> {
+    // Under `max_disk_size`, room for the new blocks first: they sit beside the WAL they come from until
+    // it is truncated. The head's chunk bytes (frozen and live) and its label bytes (each block's index
+    // holds every series' labels, and a flush may touch two block ranges) bound what they take.
+    let reserve = {
+        let head = shared.head.read();
+        head.chunk_file_bytes() + 2 * head.label_bytes() as u64
+    };
+    delete_for_size(shared, over_size(shared, reserve, &[])?.unwrap_or_default())?;
     let range = shared.opts.block_range_ms;
     let blocks_dir = shared.opts.data_dir.join("blocks");
     // One writer per block range the frozen samples touch; samples go in as slices, never copied.
@@ -67,6 +75,7 @@ fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64
         let (path, _) = w.finish()?;
         new_blocks.push(Arc::new(Block::open(&path)?));
     }
+    note_disk(shared, new_blocks.iter().map(|b| b.size).sum())?;
     let n = new_blocks.len();
     {
         let mut blocks = shared.blocks.write();
@@ -119,8 +128,19 @@ pub(crate) fn compact(shared: &Shared) -> Result<(), DbError> {
                 .iter()
                 .enumerate()
                 .any(|(i, a)| group[i + 1..].iter().any(|b| a.overlaps(b.meta.min_time, b.meta.max_time)));
-            if closed || overlapping {
-                merge(shared, &group)?;
+            if !(closed || overlapping) {
+                continue;
+            }
+            // The merged block sits beside its sources until it is whole; it is never larger than they are
+            // together. Under `max_disk_size`, older blocks make room for it, unless the group's own data is
+            // among the oldest: then it is retention's to delete, not worth merging.
+            let reserve = group.iter().map(|b| b.size).sum();
+            match over_size(shared, reserve, &group)? {
+                Some(doomed) => {
+                    delete_for_size(shared, doomed)?;
+                    merge(shared, &group)?;
+                }
+                None => tracing::debug!(start, "Not compacting blocks whose data max_disk_size is about to drop"),
             }
         }
     }
@@ -171,6 +191,7 @@ fn merge(shared: &Shared, group: &[Arc<Block>]) -> Result<(), DbError> {
     }
     let (path, meta) = w.finish()?;
     let new = Arc::new(Block::open(&path)?);
+    note_disk(shared, new.size)?;
     {
         let mut blocks = shared.blocks.write();
         blocks.retain(|b| !group.iter().any(|g| g.meta.id == b.meta.id));
@@ -210,8 +231,18 @@ pub(crate) fn apply_retention(shared: &Shared, now: i64) -> Result<(), DbError> 
         delete_block_dir(&b.dir)?;
         shared.metrics.blocks_deleted_retention.inc();
     }
-    let oversize = over_size(shared)?;
-    for b in &oversize {
+    let oversize = over_size(shared, 0, &[])?.unwrap_or_default();
+    let deleted = !oversize.is_empty();
+    delete_for_size(shared, oversize)?;
+    if !expired.is_empty() && !deleted {
+        shared.update_gauges();
+    }
+    Ok(())
+}
+
+/// Deletes blocks [`over_size`] took out of the list.
+fn delete_for_size(shared: &Shared, doomed: Vec<Arc<Block>>) -> Result<(), DbError> {
+    for b in &doomed {
         tracing::warn!(
             block = %b.dir.display(),
             max_time = b.meta.max_time,
@@ -221,45 +252,49 @@ pub(crate) fn apply_retention(shared: &Shared, now: i64) -> Result<(), DbError> 
         delete_block_dir(&b.dir)?;
         shared.metrics.blocks_deleted_size.inc();
     }
-    if !expired.is_empty() || !oversize.is_empty() {
+    if !doomed.is_empty() {
         shared.update_gauges();
     }
     Ok(())
 }
 
 /// With `max_disk_size`: takes out of the block list, and returns, the blocks whose data is oldest
-/// (smallest newest sample, then lowest `seq`) until blocks, WAL and head chunks together fit. The
-/// WAL and the head are never counted out: what is acknowledged but not yet in a block stays, even if
-/// it alone passes the bound. Sets the disk gauges and says once when 80 % of the bound is passed.
-fn over_size(shared: &Shared) -> Result<Vec<Arc<Block>>, DbError> {
+/// (smallest newest sample, then lowest `seq`) until blocks, WAL, head chunks and `reserve` more bytes
+/// (about to be written) together fit. The WAL and the head are never counted out: what is acknowledged
+/// but not yet in a block stays, even if it alone passes the bound. `None`, with nothing taken, when a
+/// block of `keep` would have to go (blocks about to be merged). Sets the disk gauges and says once
+/// when 80 % of the bound is passed.
+fn over_size(shared: &Shared, reserve: u64, keep: &[Arc<Block>]) -> Result<Option<Vec<Arc<Block>>>, DbError> {
     let live = live_bytes(shared)?;
     let m = &shared.metrics;
     let total = live + shared.blocks.read().iter().map(|b| b.size).sum::<u64>();
+    m.disk_bytes.set(total as i64);
+    note_peak(shared, total);
     let Some(max) = shared.opts.max_disk_size else {
-        m.disk_bytes.set(total as i64);
-        return Ok(Vec::new());
+        return Ok(Some(Vec::new()));
     };
-    if total <= max {
-        m.disk_bytes.set(total as i64);
-        warn_when_high(shared, total, max);
-        return Ok(Vec::new());
+    note_peak(shared, total);
+    warn_when_high(shared, total, max);
+    if total + reserve <= max {
+        return Ok(Some(Vec::new()));
     }
-    if live > max {
-        // Deleting blocks cannot bring the directory under the bound: keep them, and say so. The
-        // upkeep flushes the head long before this (`size_flush_due`) unless blocks cannot be written.
-        tracing::error!(
-            bytes = total,
-            wal_and_head = live,
-            max_disk_size = max,
-            "The WAL and the head alone pass store.max_disk_size; no block is deleted for it"
-        );
-        m.disk_bytes.set(total as i64);
-        warn_when_high(shared, total, max);
-        return Ok(Vec::new());
+    if live + reserve > max {
+        // Deleting blocks cannot make the room: keep them. A merge waits; a flush goes on, since it is
+        // what gives the WAL's bytes back. The upkeep flushes the head long before the WAL alone passes
+        // the bound (`size_flush_due`) unless blocks cannot be written: say so then.
+        if live > max {
+            tracing::error!(
+                bytes = total,
+                wal_and_head = live,
+                max_disk_size = max,
+                "The WAL and the head alone pass store.max_disk_size; no block is deleted for it"
+            );
+        }
+        return Ok(if keep.is_empty() { Some(Vec::new()) } else { None });
     }
     // Over the bound: the write lock, and the total again under it (a flush may have added a block).
     let mut blocks = shared.blocks.write();
-    let mut total = live + blocks.iter().map(|b| b.size).sum::<u64>();
+    let mut total = live + reserve + blocks.iter().map(|b| b.size).sum::<u64>();
     let mut oldest_first: Vec<Arc<Block>> = blocks.clone();
     oldest_first.sort_by_key(|b| (b.meta.max_time, b.meta.seq));
     let mut doomed = Vec::new();
@@ -267,13 +302,28 @@ fn over_size(shared: &Shared) -> Result<Vec<Arc<Block>>, DbError> {
         if total <= max {
             break;
         }
+        if keep.iter().any(|k| Arc::ptr_eq(k, &b)) {
+            return Ok(None);
+        }
         total -= b.size;
         doomed.push(b);
     }
     blocks.retain(|b| !doomed.iter().any(|d| Arc::ptr_eq(d, b)));
-    m.disk_bytes.set(total as i64);
-    warn_when_high(shared, total, max);
-    Ok(doomed)
+    m.disk_bytes.set((total - reserve) as i64);
+    Ok(Some(doomed))
+}
+
+/// Records in the peak gauge what the data directory holds now with `unlisted` bytes of blocks just
+/// written and not yet in the block list.
+fn note_disk(shared: &Shared, unlisted: u64) -> Result<(), DbError> {
+    let total = live_bytes(shared)? + shared.blocks.read().iter().map(|b| b.size).sum::<u64>() + unlisted;
+    note_peak(shared, total);
+    Ok(())
+}
+
+fn note_peak(shared: &Shared, total: u64) {
+    let peak = &shared.metrics.disk_peak_bytes;
+    peak.set(peak.get().max(total as i64));
 }
 
 /// Says once, when `total` passes 80 % of `max`, that the bound is near (again after falling below).

@@ -448,6 +448,10 @@ fn max_disk_size_flushes_the_head_before_the_wal_outgrows_it() {
     }
     let m = db.metrics();
     assert!(m.blocks_deleted_size.get() > 0, "the bound never deleted a block");
+    assert!(m.compactions.get() > 0, "nothing was compacted");
+    // Blocks being written beside the WAL they come from, or beside the blocks they merge, kept the bound.
+    let peak = m.disk_peak_bytes.get() as u64;
+    assert!(peak <= max, "the directory held {peak} bytes at once, over the {max} bound");
     // The newest data is all there, from the oldest block kept on.
     let kept_from = db.shared.blocks.read().iter().map(|b| b.meta.min_time).min().unwrap();
     assert!(kept_from < now - 2 * HOUR, "only {} ms kept", now - kept_from);
