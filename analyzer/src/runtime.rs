@@ -187,18 +187,15 @@ impl Analyzer {
         let idle = Forecasting::new(&[], &[], self.backend.clone(), None, self.metrics.clone(), self.cfg.forget_after);
         let forecasting = std::mem::replace(&mut self.forecasting, idle);
         let (stop_forecasting, stopped) = tokio::sync::watch::channel(false);
-        let forecasts = tokio::spawn(forecasting.run(self.cfg.checkpoint, stopped));
-        let every = self.tick_every().as_millis() as i64;
+        let delay = self.cfg.eval_delay;
+        let forecasts = tokio::spawn(forecasting.run(self.cfg.checkpoint, delay, stopped));
+        let every = self.tick_every();
         loop {
-            let now = now_ms();
-            // Wake just after the next step boundary, so the step's data has arrived.
-            let next = (now / every + 1) * every + 1_000;
-            let sleep = tokio::time::sleep(Duration::from_millis((next - now) as u64));
             tokio::select! {
                 _ = &mut stop => break,
-                _ = sleep => {}
+                _ = sleep_to_step(every, delay) => {}
             }
-            self.tick(now_ms()).await;
+            self.tick(now_ms() - delay.as_millis() as i64).await;
         }
         let _ = stop_forecasting.send(true);
         match forecasts.await {
@@ -645,9 +642,40 @@ pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// When the next step ends plus `delay` (all in ms): a step of `every` is evaluated `delay` after it
+/// ends, so that its samples still on their way have arrived ([`Valid::eval_delay`]).
+fn next_wake(now: i64, every: i64, delay: i64) -> i64 {
+    let every = every.max(1);
+    ((now - delay).div_euclid(every) + 1) * every + delay
+}
+
+/// Sleeps until [`next_wake`] from now; the caller then evaluates at `now_ms() - delay`.
+pub(crate) async fn sleep_to_step(every: Duration, delay: Duration) {
+    let now = now_ms();
+    let next = next_wake(now, every.as_millis() as i64, delay.as_millis() as i64);
+    tokio::time::sleep(Duration::from_millis((next - now).max(0) as u64)).await;
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Top;
+    use super::{Top, next_wake};
+
+    /// A step is evaluated `delay` after it ends, never twice and never skipped: a wake just after one
+    /// step's evaluation sleeps to the next step's.
+    #[test]
+    fn wakes_delay_after_each_step_ends() {
+        assert_eq!(next_wake(5_000, 10_000, 1_000), 11_000);
+        assert_eq!(next_wake(10_500, 10_000, 1_000), 11_000);
+        assert_eq!(next_wake(11_000, 10_000, 1_000), 21_000);
+        assert_eq!(next_wake(41_000, 10_000, 30_000), 50_000);
+        assert_eq!(next_wake(39_999, 10_000, 30_000), 40_000);
+        // Evaluating at the wake minus the delay lands on the step's end.
+        for now in [0, 7_300, 19_999, 1_000_000_123] {
+            let wake = next_wake(now, 10_000, 5_000);
+            assert_eq!((wake - 5_000) % 10_000, 0);
+            assert!(wake > now && wake - now <= 10_000);
+        }
+    }
 
     /// The highest `n` scores, highest first, each item made only when kept at the time it came;
     /// ties keep the first come, NaN ranks above every number (`total_cmp`), as the sort it replaces.

@@ -34,6 +34,10 @@ pub struct Config {
     pub warmup: Option<String>,
     /// The longest gap caught up after a restart or a stall; older steps are skipped.
     pub max_catchup: Option<String>,
+    /// How long after a step ends it is evaluated, so that its samples still on their way are in
+    /// (default 5s): at least the collectors' flush interval and, on VictoriaMetrics, its
+    /// `-search.latencyOffset`. Every rule, multivariate model and forecast target waits it.
+    pub eval_delay: Option<String>,
     /// Consecutive anomalous steps before an alert fires, and normal steps before it resolves.
     pub alert_after: Option<u32>,
     pub resolve_after: Option<u32>,
@@ -97,6 +101,7 @@ pub struct Valid {
     pub enabled: bool,
     pub warmup: Duration,
     pub max_catchup: Duration,
+    pub eval_delay: Duration,
     pub alert_after: u32,
     pub resolve_after: u32,
     /// 0 when off, else above 1.
@@ -222,6 +227,7 @@ impl Config {
             enabled: self.enabled.unwrap_or(true),
             warmup: duration("warmup", &self.warmup, Duration::from_secs(2 * 3600))?,
             max_catchup: duration("max_catchup", &self.max_catchup, Duration::from_secs(3600))?,
+            eval_delay: duration("eval_delay", &self.eval_delay, Duration::from_secs(5))?,
             alert_after: self.alert_after.unwrap_or(3).max(1),
             resolve_after: self.resolve_after.unwrap_or(3).max(1),
             alert_at_once,

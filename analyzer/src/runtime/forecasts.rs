@@ -217,25 +217,26 @@ impl Forecasting {
     /// Runs the forecasting rounds on a task of their own until `stop` turns true, saving the state every
     /// `checkpoint`; returns itself for the final save. Apart from the anomaly rules, so that a refit
     /// (minutes for many series, or for an LSTM) never holds them up.
-    pub async fn run(mut self, checkpoint: std::time::Duration, mut stop: tokio::sync::watch::Receiver<bool>) -> Self {
+    /// Each step is forecast `delay` after it ends ([`super::Valid::eval_delay`]).
+    pub async fn run(
+        mut self,
+        checkpoint: std::time::Duration,
+        delay: std::time::Duration,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
         let Some(every) = self.tick_every() else {
             let _ = stop.wait_for(|s| *s).await;
             return self;
         };
-        let every = (every.as_millis() as i64).max(1);
         let mut last_checkpoint = super::now_ms();
         loop {
-            let now = super::now_ms();
-            // Just after the next step boundary, so the step's data has arrived.
-            let next = (now / every + 1) * every + 1_000;
-            let sleep = tokio::time::sleep(std::time::Duration::from_millis((next - now) as u64));
             tokio::select! {
                 _ = stop.wait_for(|s| *s) => break,
-                _ = sleep => {}
+                _ = super::sleep_to_step(every, delay) => {}
             }
             tokio::select! {
                 _ = stop.wait_for(|s| *s) => break,
-                _ = self.tick(super::now_ms()) => {}
+                _ = self.tick(super::now_ms() - delay.as_millis() as i64) => {}
             }
             let now = super::now_ms();
             if now - last_checkpoint >= checkpoint.as_millis() as i64 {
