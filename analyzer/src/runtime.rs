@@ -273,22 +273,20 @@ impl Analyzer {
             None => (end - self.cfg.warmup.as_millis() as i64 / step * step, end),
         };
         let query = self.rules[i].rule.query.clone();
-        let shard = self.cfg.shard;
+        let (shard, by) = (self.cfg.shard, self.rules[i].rule.shard_by());
         let mut from = start;
         // Keyed by the answer's shared labels: a clone per series and evaluation was a transient
         // copy of every label set the rule tracks.
         let mut outs: HashMap<Arc<Labels>, Outputs> = HashMap::new();
         while from <= end {
             let to = (from + (CHUNK_STEPS - 1) * step).min(end);
-            let value = self.backend.query_range(&query, from, to, step).await.map_err(|e| e.to_string())?;
+            let value =
+                self.backend.query_range_shard(&query, from, to, step, shard, &by).await.map_err(|e| e.to_string())?;
             let QueryValue::Matrix(series) = value else {
                 return Err("the query does not return a range vector of series".into());
             };
             let state = &mut self.rules[i];
             for s in series {
-                if !state.rule.owned_by(shard, &s.labels) {
-                    continue;
-                }
                 let tracked = match state.series.get_mut(&*s.labels) {
                     Some(t) => t,
                     None => {

@@ -12,6 +12,7 @@ mod error;
 pub use error::BackendError;
 
 use crate::remote_write::WriteSeries;
+use argus_model::shard::Shard;
 use argus_model::{Labels, Matcher, Sample};
 use std::future::Future;
 use std::pin::Pin;
@@ -74,4 +75,26 @@ pub trait StoreBackend: Send + Sync {
         end: i64,
         step: i64,
     ) -> BoxFuture<'a, Result<QueryValue, BackendError>>;
+
+    /// [`StoreBackend::query_range`], keeping only the series that `shard`
+    /// owns by their values of `by` ([`Shard::owns_series`]): how a shard of the analyzer reads its
+    /// share. A backend that decodes answers off the wire builds only the series kept; this default
+    /// filters the whole answer.
+    fn query_range_shard<'a>(
+        &'a self,
+        query: &'a str,
+        start: i64,
+        end: i64,
+        step: i64,
+        shard: Shard,
+        by: &'a [String],
+    ) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
+        Box::pin(async move {
+            let mut v = self.query_range(query, start, end, step).await?;
+            if let QueryValue::Matrix(m) = &mut v {
+                m.retain(|s| shard.owns_series(&s.labels, by));
+            }
+            Ok(v)
+        })
+    }
 }

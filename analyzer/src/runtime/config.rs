@@ -15,7 +15,6 @@
 
 use crate::detect::Direction;
 use crate::detect::peer::PeerParams;
-use argus_model::Labels;
 use argus_model::shard::{ENTITY_LABELS, Shard};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -129,12 +128,12 @@ impl Valid {
 }
 
 impl Rule {
-    /// Whether `shard` owns this rule's series `labels`: by its peer groups' labels for a peer rule,
-    /// else by the entity's (`cluster`, `host`).
-    pub fn owned_by(&self, shard: Shard, labels: &Labels) -> bool {
+    /// The labels whose values place this rule's series on a shard: a peer rule's `peer_by`, so that
+    /// a peer group stays whole, else the entity's (`cluster`, `host`).
+    pub fn shard_by(&self) -> Vec<String> {
         match &self.peer {
-            Some(p) => shard.owns_series(labels, &p.by),
-            None => shard.owns_series(labels, &ENTITY_LABELS),
+            Some(p) => p.by.clone(),
+            None => ENTITY_LABELS.map(String::from).to_vec(),
         }
     }
 }

@@ -444,7 +444,10 @@ async fn read(
         let mut at = from;
         while at <= to {
             let chunk_end = (at + (CHUNK_STEPS - 1) * step).min(to);
-            let value = backend.query_range(query, at, chunk_end, step).await.map_err(|e| format!("{query}: {e}"))?;
+            let value = backend
+                .query_range_shard(query, at, chunk_end, step, shard, &rule.entity)
+                .await
+                .map_err(|e| format!("{query}: {e}"))?;
             let QueryValue::Matrix(series) = value else {
                 return Err(format!("{query}: the query does not return a range vector of series"));
             };
@@ -455,9 +458,6 @@ async fn read(
                 else {
                     continue;
                 };
-                if !shard.owns(key.iter().map(String::as_str)) {
-                    continue;
-                }
                 if !in_chunk.insert(key.clone()) {
                     ambiguous.insert(key, m);
                     continue;

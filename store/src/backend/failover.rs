@@ -8,6 +8,7 @@ use super::{BackendError, BoxFuture, QueryValue, StoreBackend};
 use crate::Series;
 use crate::remote_write::WriteSeries;
 use argus_model::Matcher;
+use argus_model::shard::Shard;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub(super) struct Failover {
@@ -87,5 +88,17 @@ impl StoreBackend for Failover {
         step: i64,
     ) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
         Box::pin(self.first_healthy(move |m| m.query_range(query, start, end, step)))
+    }
+
+    fn query_range_shard<'a>(
+        &'a self,
+        query: &'a str,
+        start: i64,
+        end: i64,
+        step: i64,
+        shard: Shard,
+        by: &'a [String],
+    ) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
+        Box::pin(self.first_healthy(move |m| m.query_range_shard(query, start, end, step, shard, by)))
     }
 }

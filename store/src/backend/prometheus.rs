@@ -14,6 +14,7 @@ use super::{BackendError, BoxFuture, PrometheusOptions, QueryValue, StoreBackend
 use crate::Series;
 use crate::remote_write::{self, WriteSeries};
 use argus_model::Matcher;
+use argus_model::shard::Shard;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use reqwest::Url;
@@ -42,12 +43,30 @@ impl Prometheus {
     }
 
     /// POSTs a form to a query endpoint (POST, so long queries fit) and decodes the answer.
-    async fn query(&self, url: &Url, form: &[(&str, &str)]) -> Result<QueryValue, BackendError> {
+    async fn query(&self, url: &Url, form: &[(&str, &str)], keep: api::Keep<'_>) -> Result<QueryValue, BackendError> {
         let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
         let req = self.post(url).header(CONTENT_TYPE, "application/x-www-form-urlencoded").body(body);
         let resp = client::send(url, req).await?;
         let body = client::body(url, Call::Query, resp).await?;
-        api::decode(&body).map_err(|reason| BackendError::Decode { url: client::strip(url), reason })
+        api::decode(&body, keep).map_err(|reason| BackendError::Decode { url: client::strip(url), reason })
+    }
+
+    async fn range(
+        &self,
+        query: &str,
+        start: i64,
+        end: i64,
+        step: i64,
+        keep: api::Keep<'_>,
+    ) -> Result<QueryValue, BackendError> {
+        let (start, end, step) = (api::secs(start), api::secs(end), api::secs(step));
+        let form = [("query", query), ("start", &start), ("end", &end), ("step", &step)];
+        let mut v = self.query(&self.opts.range_url, &form, keep).await?;
+        // Prometheus sorts matrices by labels; not every engine does.
+        if let QueryValue::Matrix(m) = &mut v {
+            m.sort_by(|a, b| a.labels.cmp(&b.labels));
+        }
+        Ok(v)
     }
 
     async fn write_series(&self, series: Vec<WriteSeries>) -> Result<(), BackendError> {
@@ -89,7 +108,7 @@ impl Prometheus {
         }
         let query = format!("{}[{}ms]", api::selector(matchers)?, end.saturating_sub(start).saturating_add(1));
         let time = api::secs(end);
-        match self.query(&self.opts.query_url, &[("query", &query), ("time", &time)]).await? {
+        match self.query(&self.opts.query_url, &[("query", &query), ("time", &time)], None).await? {
             QueryValue::Matrix(mut series) => {
                 for s in &mut series {
                     s.samples.retain(|x| x.t >= start && x.t <= end);
@@ -135,7 +154,9 @@ impl StoreBackend for Prometheus {
     }
 
     fn query_instant<'a>(&'a self, query: &'a str, t: i64) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
-        Box::pin(async move { self.query(&self.opts.query_url, &[("query", query), ("time", &api::secs(t))]).await })
+        Box::pin(
+            async move { self.query(&self.opts.query_url, &[("query", query), ("time", &api::secs(t))], None).await },
+        )
     }
 
     fn query_range<'a>(
@@ -145,15 +166,23 @@ impl StoreBackend for Prometheus {
         end: i64,
         step: i64,
     ) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
+        Box::pin(self.range(query, start, end, step, None))
+    }
+
+    /// Builds only the shard's series from the answer: the other shards' are read past, so a shard's
+    /// decoding work falls with its share.
+    fn query_range_shard<'a>(
+        &'a self,
+        query: &'a str,
+        start: i64,
+        end: i64,
+        step: i64,
+        shard: Shard,
+        by: &'a [String],
+    ) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
         Box::pin(async move {
-            let (start, end, step) = (api::secs(start), api::secs(end), api::secs(step));
-            let form = [("query", query), ("start", &start), ("end", &end), ("step", &step)];
-            let mut v = self.query(&self.opts.range_url, &form).await?;
-            // Prometheus sorts matrices by labels; not every engine does.
-            if let QueryValue::Matrix(m) = &mut v {
-                m.sort_by(|a, b| a.labels.cmp(&b.labels));
-            }
-            Ok(v)
+            let keep = |m: &api::Pairs| shard.owns(by.iter().map(|n| m.get(n).unwrap_or("")));
+            self.range(query, start, end, step, Some(&keep)).await
         })
     }
 }

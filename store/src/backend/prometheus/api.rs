@@ -5,65 +5,138 @@ use crate::Series;
 use crate::backend::{BackendError, QueryValue};
 use argus_model::{Labels, MatchOp, Matcher, Sample};
 use serde::Deserialize;
-use std::collections::HashMap;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 
 #[derive(Deserialize)]
-struct Envelope {
-    status: String,
-    data: Option<Data>,
+struct Envelope<'a> {
+    #[serde(borrow)]
+    status: Text<'a>,
+    #[serde(borrow)]
+    data: Option<Data<'a>>,
     error: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(tag = "resultType", content = "result", rename_all = "lowercase")]
-enum Data {
-    Vector(Vec<InstantSeries>),
-    Matrix(Vec<RangeSeries>),
-    Scalar(Point),
-    String(Point),
+enum Data<'a> {
+    #[serde(borrow)]
+    Vector(Vec<InstantSeries<'a>>),
+    #[serde(borrow)]
+    Matrix(Vec<RangeSeries<'a>>),
+    #[serde(borrow)]
+    Scalar(Point<'a>),
+    #[serde(borrow)]
+    String(Point<'a>),
 }
 
 #[derive(Deserialize)]
-struct InstantSeries {
-    metric: HashMap<String, String>,
-    value: Point,
+struct InstantSeries<'a> {
+    #[serde(borrow)]
+    metric: Pairs<'a>,
+    #[serde(borrow)]
+    value: Point<'a>,
 }
 
 #[derive(Deserialize)]
-struct RangeSeries {
-    metric: HashMap<String, String>,
-    values: Vec<Point>,
+struct RangeSeries<'a> {
+    #[serde(borrow)]
+    metric: Pairs<'a>,
+    #[serde(borrow)]
+    values: Vec<Point<'a>>,
 }
 
 /// `[<unix seconds>, "<value>"]`.
-type Point = (f64, String);
+type Point<'a> = (f64, Text<'a>);
 
-/// Decodes a 2xx answer of `/api/v1/query` or `/api/v1/query_range`.
-pub(super) fn decode(body: &[u8]) -> Result<QueryValue, String> {
-    let env: Envelope = serde_json::from_slice(body).map_err(|e| format!("not a prometheus api answer: {e}"))?;
-    if env.status != "success" {
-        return Err(format!("status {:?}: {}", env.status, env.error.unwrap_or_default()));
+/// A JSON string, borrowed from the answer unless it holds an escape. An answer of 40,000 series is
+/// decoded without a string allocated per sample or label (serde's own `Cow` always copies when nested).
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
     }
-    let labels = |m: HashMap<String, String>| Arc::new(Labels::from_pairs(m));
+}
+
+/// A series' `metric` object as name–value pairs, in the answer's order.
+pub(super) struct Pairs<'a>(Vec<(Text<'a>, Text<'a>)>);
+
+impl Pairs<'_> {
+    /// The value of `name` (the last, as in [`Pairs::labels`], should a name repeat).
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(n, _)| n.0 == name).map(|(_, v)| &*v.0)
+    }
+
+    fn labels(self) -> Arc<Labels> {
+        Arc::new(Labels::from_pairs(self.0.into_iter().map(|(n, v)| (n.0.into_owned(), v.0.into_owned()))))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Pairs<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Pairs<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of label names and values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Pairs<'a>, A::Error> {
+                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some(pair) = map.next_entry()? {
+                    pairs.push(pair);
+                }
+                Ok(Pairs(pairs))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// Which series of a matrix to keep, by their labels; every series when `None`.
+pub(super) type Keep<'a> = Option<&'a (dyn Fn(&Pairs<'_>) -> bool + Sync)>;
+
+/// Decodes a 2xx answer of `/api/v1/query` or `/api/v1/query_range`, building only the series of a
+/// matrix that `keep` accepts (the others are read past).
+pub(super) fn decode(body: &[u8], keep: Keep<'_>) -> Result<QueryValue, String> {
+    let env: Envelope = serde_json::from_slice(body).map_err(|e| format!("not a prometheus api answer: {e}"))?;
+    if env.status.0 != "success" {
+        return Err(format!("status {:?}: {}", env.status.0, env.error.unwrap_or_default()));
+    }
     Ok(match env.data.ok_or("no data in a successful answer")? {
         Data::Vector(v) => QueryValue::Vector(
-            v.into_iter().map(|s| Ok((labels(s.metric), sample(&s.value)?))).collect::<Result<_, String>>()?,
+            v.into_iter().map(|s| Ok((s.metric.labels(), sample(&s.value)?))).collect::<Result<_, String>>()?,
         ),
         Data::Matrix(m) => QueryValue::Matrix(
             m.into_iter()
+                .filter(|s| keep.is_none_or(|keep| keep(&s.metric)))
                 .map(|s| {
                     let samples = s.values.iter().map(sample).collect::<Result<_, _>>()?;
-                    Ok(Series { labels: labels(s.metric), samples })
+                    Ok(Series { labels: s.metric.labels(), samples })
                 })
                 .collect::<Result<_, String>>()?,
         ),
         Data::Scalar(p) => QueryValue::Scalar(sample(&p)?),
-        Data::String((t, s)) => QueryValue::String(millis(t), s),
+        Data::String((t, s)) => QueryValue::String(millis(t), s.0.into_owned()),
     })
 }
 
-fn sample((t, v): &Point) -> Result<Sample, String> {
+fn sample((t, Text(v)): &Point) -> Result<Sample, String> {
     // Rust reads Prometheus' spellings of the specials: "NaN", "+Inf", "-Inf".
     let v = v.parse::<f64>().map_err(|_| format!("{v:?} is not a number"))?;
     Ok(Sample::new(millis(*t), v))
@@ -179,7 +252,7 @@ mod tests {
     }
 
     fn check_decode(body: &str, want: Expect) {
-        want.assert_eq(&match decode(body.as_bytes()) {
+        want.assert_eq(&match decode(body.as_bytes(), None) {
             Ok(v) => format!("{v:?}"),
             Err(e) => format!("error: {e}"),
         });
@@ -217,5 +290,22 @@ mod tests {
             expect![[r#"error: "x" is not a number"#]],
         );
         check_decode("<html>", expect!["error: not a prometheus api answer: expected value at line 1 column 1"]);
+    }
+
+    /// Only the series `keep` accepts are built; escaped strings (Go writes `<` as `\u003c`) decode
+    /// as the label values they stand for, in `keep` as in the labels.
+    #[test]
+    fn matrices_keep_what_is_asked() {
+        let body = r#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"host":"a","gpu":"0"},"values":[[1,"1"]]},
+            {"metric":{"host":"b\u003c","gpu":"1"},"values":[[1,"2"],[2,"3"]]},
+            {"metric":{"gpu":"2"},"values":[[1,"4"]]}]}}"#;
+        let keep = |m: &Pairs| m.get("host").unwrap_or("") != "a";
+        let Ok(QueryValue::Matrix(m)) = decode(body.as_bytes(), Some(&keep)) else { panic!("not a matrix") };
+        let got: Vec<String> = m.iter().map(|s| format!("{} {}", s.labels, s.samples.len())).collect();
+        assert_eq!(got, [r#"{gpu="1", host="b<"} 2"#, r#"{gpu="2"} 1"#]);
+        let keep = |m: &Pairs| m.get("host") == Some("b<");
+        let Ok(QueryValue::Matrix(m)) = decode(body.as_bytes(), Some(&keep)) else { panic!("not a matrix") };
+        assert_eq!(m.len(), 1);
     }
 }
