@@ -65,7 +65,7 @@ WRITE_PATH = "/api/v2/write?precision=ns"
 # counter, host load, a disk counter, a training loss, a vLLM histogram bucket.
 REFERENCE = [(0, "utilization_ratio"), (0, "energy_joules_total"), (10, "nvlink_transmit_bytes_total"),
              (None, "load1"), (None, "read_bytes_total"), (None, "loss"), (-1, None)]
-METRICS = ("argus_store_disk_bytes", "argus_store_max_disk_bytes", "argus_store_blocks_deleted_size_total",
+METRICS = ("argus_store_disk_bytes", "argus_store_disk_peak_bytes", "argus_store_max_disk_bytes", "argus_store_blocks_deleted_size_total",
            "argus_store_blocks_deleted_retention_total", "argus_store_blocks", "argus_store_blocks_bytes",
            "argus_store_head_chunk_file_bytes", 'argus_store_samples_dropped_total{reason="retention"}')
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -611,6 +611,8 @@ def summarize(a, wl, runs, version):
     row("largest wal / head / blocks seen, MiB", lambda r: " / ".join(
         report.fmt(mib(r["during"]["max_parts"].get(k))) for k in ("wal", "head", "blocks")))
     row("max argus_store_disk_bytes (gauge, set by upkeep), MiB", lambda r: mib(r["during"]["max_store_disk_bytes"]))
+    row("argus_store_disk_peak_bytes at the end (most held at once, blocks being written included), MiB",
+        lambda r: mib(r["metrics_end"].get("argus_store_disk_peak_bytes")))
     row("blocks deleted for size (metric)", lambda r: r["metrics_end"].get("argus_store_blocks_deleted_size_total"))
     row("80 % warnings logged / size-deletion lines / 'WAL+head alone' errors",
         lambda r: f"{len(r['log']['warn_80'])} / {len(r['log']['size_deletions'])} / "

@@ -66,6 +66,12 @@ pub(crate) struct Shared {
     _lock: fs::File,
 }
 
+/// Under `max_disk_size`, the head is cut into blocks once the WAL and head chunks pass this part of
+/// the bound ([`Shared::size_flush_due`]) …
+pub(crate) const LIVE_FLUSH_PART: u64 = 16;
+/// … and writes wait (503) while they hold over this part ([`Db::over_disk`]).
+pub(crate) const LIVE_REFUSE_PART: u64 = 8;
+
 pub struct Db {
     shared: Arc<Shared>,
     committer: Committer,
@@ -280,11 +286,12 @@ impl Db {
         self.shared.over_budget(&head, 0, 0)
     }
 
-    /// Whether, under `max_disk_size`, the WAL and the head's chunks hold more than half of it: writes
-    /// arrive faster than the upkeep cuts them into blocks (which begins at a quarter), and only blocks
-    /// can be deleted to keep the bound, so writes should wait for the next flush.
+    /// Whether, under `max_disk_size`, the WAL and the head's chunks hold more than an eighth of it
+    /// ([`LIVE_REFUSE_PART`]): writes arrive faster than the upkeep cuts them into blocks (which begins
+    /// at a sixteenth), and only blocks can be deleted to keep the bound, so writes should wait for the
+    /// next flush.
     pub fn over_disk(&self) -> bool {
-        self.shared.live_over(2)
+        self.shared.live_over(LIVE_REFUSE_PART)
     }
 
     /// Why writes should wait now, if they should: both refusals are a 503 with `Retry-After` that the
@@ -316,7 +323,7 @@ impl Db {
 pub enum Pressure {
     /// The head, or its series, over their share of `memory_limit`.
     Memory,
-    /// The WAL and the head's chunks over half of `max_disk_size`.
+    /// The WAL and the head's chunks over an eighth of `max_disk_size`.
     Disk,
 }
 
@@ -334,7 +341,7 @@ impl Pressure {
         match self {
             Pressure::Memory => "the store is over its memory budget and flushing; retry later",
             Pressure::Disk => {
-                "the store's WAL holds over half of store.max_disk_size and is being cut into blocks; retry later"
+                "the store's WAL holds over an eighth of store.max_disk_size and is being cut into blocks; retry later"
             }
         }
     }
@@ -369,13 +376,16 @@ impl Shared {
         head.bytes() > share / 2 && (samples >= share / 4 || head.bytes() > share / 10 * 9)
     }
 
-    /// Whether, under `max_disk_size`, the WAL and the head's chunks hold more than a quarter of it.
-    /// They are the least compact form of the data (the WAL takes about ten times a block's bytes per
-    /// sample), and the bound cannot delete them, only blocks: cut into a block, the same samples
-    /// leave the rest of the bound to the blocks, whose oldest go first. Without this a bound smaller
-    /// than a block range's WAL could never hold, and every new block would be deleted as it came.
+    /// Whether, under `max_disk_size`, the WAL and the head's chunks hold more than a sixteenth of it
+    /// ([`LIVE_FLUSH_PART`]). They are the least compact form of the data (the WAL takes about ten times
+    /// a block's bytes per sample), and the bound cannot delete them, only blocks: cut into a block, the
+    /// same samples leave the rest of the bound to the blocks, whose oldest go first. Without this a
+    /// bound smaller than a block range's WAL could never hold, and every new block would be deleted as
+    /// it came. Whatever the WAL holds at its largest is taken from the blocks for good (blocks deleted
+    /// to make room for it do not come back when it is cut), so it is kept small: at a quarter of the
+    /// bound, a backfill kept 6 of the 12 hours the bound could hold as blocks.
     pub fn size_flush_due(&self) -> bool {
-        self.live_over(4)
+        self.live_over(LIVE_FLUSH_PART)
     }
 
     /// Whether, under `max_disk_size`, the WAL and the head's chunks hold more than `1/part` of it.

@@ -45,12 +45,8 @@ pub(crate) fn flush(shared: &Shared, committer: &Committer) -> Result<(), DbErro
 /// segments before `segment`.
 fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64) -> Result<(), DbError> {
     // Under `max_disk_size`, room for the new blocks first: they sit beside the WAL they come from until
-    // it is truncated. The head's chunk bytes (frozen and live) and its label bytes (each block's index
-    // holds every series' labels, and a flush may touch two block ranges) bound what they take.
-    let reserve = {
-        let head = shared.head.read();
-        head.chunk_file_bytes() + 2 * head.label_bytes() as u64
-    };
+    // it is truncated.
+    let reserve = flush_reserve(shared, frozen.sample_count() as u64);
     delete_for_size(shared, over_size(shared, reserve, &[])?.unwrap_or_default())?;
     let range = shared.opts.block_range_ms;
     let blocks_dir = shared.opts.data_dir.join("blocks");
@@ -89,6 +85,27 @@ fn write_frozen(shared: &Shared, frozen: &Arc<crate::head::Frozen>, segment: u64
     shared.update_gauges();
     tracing::info!(blocks = n, samples = frozen.sample_count(), wal_segments_removed = removed, "Flushed head");
     Ok(())
+}
+
+/// Bytes a flush of `samples` samples is expected to write: the newest level-0 block's bytes per
+/// sample (a flush's blocks are alike from one to the next) twice over (a flush that touches two
+/// block ranges writes every series' labels twice), never more than
+/// the head's chunk bytes with two blocks' worth of its labels (a flush touches at most two block
+/// ranges), which is what the first flush reserves.
+fn flush_reserve(shared: &Shared, samples: u64) -> u64 {
+    let bound = {
+        let head = shared.head.read();
+        head.chunk_file_bytes() + 2 * head.label_bytes() as u64
+    };
+    let blocks = shared.blocks.read();
+    let newest = blocks.iter().filter(|b| b.meta.level == 0 && b.meta.samples > 0).max_by_key(|b| b.meta.seq);
+    match newest {
+        Some(b) => {
+            let per_sample = b.size as f64 / b.meta.samples as f64;
+            ((per_sample * samples as f64 * 2.0) as u64 + 64 * 1024).min(bound)
+        }
+        None => bound,
+    }
 }
 
 /// The writer of the level-0 block for the block range starting at `w`, started on first use.
@@ -275,6 +292,11 @@ fn over_size(shared: &Shared, reserve: u64, keep: &[Arc<Block>]) -> Result<Optio
     };
     note_peak(shared, total);
     warn_when_high(shared, total, max);
+    // The WAL and head grow between two checks, while writes go on, until writes wait at an eighth of
+    // the bound ([`super::LIVE_REFUSE_PART`]): room is kept for them to reach it, and a quarter more
+    // for the requests admitted just under it.
+    let growth = (max / super::LIVE_REFUSE_PART / 4 * 5).saturating_sub(live);
+    let reserve = reserve + growth;
     if total + reserve <= max {
         return Ok(Some(Vec::new()));
     }

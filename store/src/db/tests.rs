@@ -418,7 +418,7 @@ fn max_disk_size_deletes_the_oldest_blocks_and_keeps_the_newest_data() {
 }
 
 /// Under a `max_disk_size` smaller than what the WAL would hold over a block range, the upkeep cuts
-/// the head into blocks once the WAL and head pass a quarter of it, so the bound holds through the
+/// the head into blocks once the WAL and head pass a sixteenth of it, so the bound holds through the
 /// writes and keeps blocks of the newest data instead of deleting each one as it is written.
 #[test]
 fn max_disk_size_flushes_the_head_before_the_wal_outgrows_it() {
@@ -442,7 +442,10 @@ fn max_disk_size_flushes_the_head_before_the_wal_outgrows_it() {
         written += 1;
         db.maintain().unwrap();
         let live = flush::live_bytes(&db.shared).unwrap();
-        assert!(live <= max / 2, "after {written} writes the WAL and head hold {live} bytes of a {max} bound");
+        assert!(
+            live <= max / super::LIVE_REFUSE_PART,
+            "after {written} writes the WAL and head hold {live} bytes of a {max} bound"
+        );
         let disk = db.metrics().disk_bytes.get() as u64;
         assert!(disk <= max, "after {written} writes the directory holds {disk} bytes of a {max} bound");
     }
@@ -494,10 +497,10 @@ fn a_wal_alone_over_max_disk_size_deletes_no_block() {
     assert_eq!(db.metrics().blocks_deleted_size.get(), 0);
 }
 
-/// Writes that outrun the upkeep under `max_disk_size` are refused (503) once the WAL holds over half
+/// Writes that outrun the upkeep under `max_disk_size` are refused (503) once the WAL holds over an eighth
 /// of the bound, and let in again once a flush has cut it into blocks.
 #[test]
-fn writes_wait_while_the_wal_holds_over_half_of_max_disk_size() {
+fn writes_wait_while_the_wal_holds_over_an_eighth_of_max_disk_size() {
     let d = tempfile::tempdir().unwrap();
     let now = now_ms() / 10_000 * 10_000;
     let mut o = opts(d.path());
