@@ -17,7 +17,12 @@ usage: python3 bench/fleet_one_machine.py [--nodes 250] [--minutes 30]
    alertd process of their own. --faults faults (bench/lib/h100.py: Xid 79, a hot GPU, an uncorrectable
    ECC error, an IB port down, a GPU idle among busy peers) start from minute --fault-at, one every 30 s,
    on different nodes; both alertds' active alerts are read every 10 s, and the sets of alerts each
-   has held (Watchdog aside) are compared at the end.
+   has held (Watchdog aside) whose anomaly or condition began (`startsAt`) within the run are compared
+   at the end. The stream goes on for one more minute (TAIL_S), so that an alert that began in the
+   last steps has fired on both sides, on the same data.
+   With --history-minutes, that much history is written to both stores first, up to the current step
+   (so that no gap separates it from the live stream: a store with Prometheus' 5-minute lookback and
+   VictoriaMetrics answer differently across a gap), and the readers start as the live stream does.
 3. Every 10 s: each process's CPU seconds and RSS; the analyzer's step time and lag
    (`argus_analyzer_tick_seconds`, and how far its latest evaluated step trails the wall clock,
    `argus_analyzer_lag_seconds` where reported); the senders' backlog.
@@ -27,7 +32,7 @@ usage: python3 bench/fleet_one_machine.py [--nodes 250] [--minutes 30]
    p99 / max, ticks dropped or late, and whether each sender kept up.
 Python 3 standard library only.
 """
-import argparse, json, os, queue, shutil, statistics, sys, threading, time
+import argparse, datetime, json, os, queue, shutil, statistics, sys, threading, time
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +42,7 @@ from lib import client, h100, server  # noqa: E402
 from lib.procs import Proc, get, log, scrape, total  # noqa: E402
 
 STEP = 10
+TAIL_S = 60
 
 
 class Sender(threading.Thread):
@@ -65,6 +71,15 @@ class Sender(threading.Thread):
             self.busy_s += time.time() - t0
             if time.time() > deadline:
                 self.late_ticks += 1
+
+
+def rfc3339_s(s):
+    """An RFC 3339 time as Unix seconds (UTC, fraction kept); +inf when absent or unreadable."""
+    try:
+        d = datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
+        return d.timestamp()
+    except (AttributeError, ValueError):
+        return float("inf")
 
 
 def pct(xs, q):
@@ -137,21 +152,30 @@ def main():
         for p in procs:
             p.wait_ready()
         if a.history_minutes > 0:
-            now = time.time() // STEP * STEP
-            steps = int(a.history_minutes * 60 / STEP)
-            log(f"writing {a.history_minutes} min of history to both stores")
-            for k in range(steps, 0, -1):
-                ts = int(now - k * STEP) * 10**9
-                bodies = client.bodies(ln for n in nodes for ln in n.lines(ts))
+            t = time.time() // STEP * STEP - a.history_minutes * 60
+            log(f"writing {a.history_minutes} min of history to both stores, up to the current step")
+            while t <= time.time() // STEP * STEP:
+                bodies = client.bodies(ln for n in nodes for ln in n.lines(int(t) * 10**9))
                 for port in (vm_port, store_port):
                     client.ingest(port, bodies, writers=2)
+                t += STEP
             log("history written")
         analyzer, shard_alertd = start_readers()
-        for p in procs[2:]:
-            p.wait_ready()
         for s in senders.values():
             s.start()
         start = time.time() // STEP * STEP + STEP
+        # The readers get ready while the live stream runs: waiting for them first would leave a gap.
+        readers_ready = {}
+
+        def wait_readers():
+            for p in procs[2:]:
+                try:
+                    p.wait_ready()
+                    readers_ready[p.name] = True
+                except RuntimeError as e:
+                    readers_ready[p.name] = str(e)
+                    log(str(e))
+        threading.Thread(target=wait_readers, daemon=True).start()
         end = start + a.minutes * 60
         kinds = ["xid79", "hot", "ecc", "ib_down", "util_drop"]
         faults = []
@@ -162,6 +186,7 @@ def main():
         seen = {"embedded": {}, "victoriametrics": {}}
 
         def alerts_seen(port, into, t):
+            """Each alert's label set: (first seen, s into the run; its earliest `startsAt`, epoch s)."""
             try:
                 st, body = get(port, "/api/v2/alerts", 30)
             except OSError:
@@ -173,14 +198,16 @@ def main():
                 if labels.get("alertname") == "Watchdog" or al.get("status", {}).get("state") == "suppressed":
                     continue
                 key = json.dumps(labels, sort_keys=True)
-                into.setdefault(key, t - start)
+                began = rfc3339_s(al.get("startsAt"))
+                seen_at, was = into.get(key, (t - start, began))
+                into[key] = (seen_at, min(was, began))
         skip_until = start + a.skip_minutes * 60
         base = None
         gen_s = []
         t = start
         log(f"{a.nodes} nodes x {per_node} series = {a.nodes * per_node:,} series, "
             f"{a.nodes * per_node / STEP:,.0f} points/s, {a.minutes} min")
-        while t < end:
+        while t < end + TAIL_S:
             time.sleep(max(0, t - time.time()))
             g0 = time.time()
             bodies = client.bodies(ln for n in nodes for ln in n.lines(int(t) * 10**9))
@@ -209,6 +236,8 @@ def main():
             samples.append(row)
             if base is None and t >= skip_until:
                 base = row
+            if t < end:
+                last_in_run = row
             if len(samples) % 30 == 0:
                 log(f"t+{t - start:.0f}s rss MiB " + ", ".join(f"{k} {v / 1024:.0f}" for k, v in row["rss_kib"].items())
                     + f"; backlog {row['backlog']}; generate {gen_s[-1]:.2f}s")
@@ -217,15 +246,8 @@ def main():
             s.q.put(None)
         for s in senders.values():
             s.join(300)
-        # Alerts still pending their `for` when the stream ends are not compared: wait one more minute.
-        for _ in range(6):
-            time.sleep(STEP)
-            alerts_seen(an_port, seen["embedded"], end)
-            if shard_alertd:
-                alerts_seen(shard_alertd.port, seen["victoriametrics"], end)
-        last = {"cpu": {p.name: p.cpu() for p in procs}, "rss_kib": {p.name: p.kib("VmRSS") for p in procs},
-                "hwm_kib": {p.name: p.kib("VmHWM") for p in procs},
-                "acked": {k: s.acked_points for k, s in senders.items()}}
+        last = {"cpu": last_in_run["cpu"], "rss_kib": last_in_run["rss_kib"],
+                "hwm_kib": {p.name: p.kib("VmHWM") for p in procs}, "acked": last_in_run["acked"]}
         am = scrape(an_port) or {}
         analyzer_metrics = {k: v for k, v in am.items() if k.startswith("argus_analyzer_")
                             and ("series" in k or "failures" in k or "lag" in k)}
@@ -267,13 +289,18 @@ def main():
         "analyzer_metrics": analyzer_metrics, "generate_s_p50": round(statistics.median(gen_s), 3),
     }
     res["faults"] = faults
+    res["readers_ready"] = readers_ready
     if shard_alertd:
-        e, v = set(seen["embedded"]), set(seen["victoriametrics"])
+        # Alerts that began within the run (the tail only lets them fire).
+        e = {k for k, (_, began) in seen["embedded"].items() if began < end}
+        v = {k for k, (_, began) in seen["victoriametrics"].items() if began < end}
         res["alerts"] = {"embedded": len(e), "victoriametrics_sharded": len(v), "both": len(e & v),
                          "only_embedded": [json.loads(x) for x in sorted(e - v)],
                          "only_victoriametrics": [json.loads(x) for x in sorted(v - e)],
                          "equal": e == v,
-                         "first_seen_s": {x: [seen["embedded"].get(x), seen["victoriametrics"].get(x)] for x in sorted(e | v)}}
+                         "began_after_run": {k: sum(1 for _, b in x.values() if b >= end) for k, x in seen.items()},
+                         "first_seen_s": {x: [seen["embedded"].get(x, (None,))[0], seen["victoriametrics"].get(x, (None,))[0]]
+                                          for x in sorted(e | v)}}
     else:
         res["alerts"] = {"embedded": sorted(seen["embedded"])}
     pk = res["rss_peak_mib"]
