@@ -78,6 +78,9 @@ pub struct GpuConfig {
     pub backend: Option<String>,
     /// JSON fixture the fake backend serves.
     pub fake_fixture: Option<PathBuf>,
+    /// The NVML library the nvml backend opens, e.g. `/usr/lib64/nvidia/libnvidia-ml.so.1`; default the
+    /// system's `libnvidia-ml.so.1` found by the dynamic loader.
+    pub nvml_library: Option<PathBuf>,
     /// Also emit dcgm-exporter's names (`DCGM_FI_DEV_GPU_UTIL`, …) with its labels.
     pub dcgm_names: Option<bool>,
     /// Where `NVRM: Xid` lines are read from: `/dev/kmsg` (default) or a log file such as

@@ -48,6 +48,14 @@ fn emitted() -> BTreeSet<String> {
         let backend: Box<dyn GpuBackend> = Box::new(Fake::load(&golden::fixture(f)).unwrap());
         crate::source::gpu::Gpu::for_tests(backend, &golden::fixture("gpu/proc"), true).collect(1_000, &mut b).unwrap();
     }
+    // NVSwitch errors come from the kernel log only.
+    let kern = tempfile::NamedTempFile::new().unwrap();
+    let backend: Box<dyn GpuBackend> = Box::new(Fake::load(&golden::fixture("gpu/h100.json")).unwrap());
+    let mut gpu =
+        crate::source::gpu::Gpu::for_tests(backend, &golden::fixture("gpu/proc"), false).with_kernel_log(kern.path());
+    std::fs::write(kern.path(), "nvidia-nvswitch0: SXid (PCI:0000:86:00.0): 20034, Fatal, Link 10 LTSSM Fault Up\n")
+        .unwrap();
+    gpu.collect(1_000, &mut b).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("train.log");
     let mut events = crate::source::events::Events::new(&crate::config::EventsSettings {

@@ -51,6 +51,18 @@ const CASES: &[Case] = &[
     ("GpuXidApplication", XID_13, "xid=\"13\"", XID_79),
     ("GpuXidOther", XID_999, "xid=\"999\"", XID_79_QUIET),
     (
+        "NvSwitchSxidFatal",
+        &[
+            (120, "gpu,host=n1,nvswitch=0000:86:00.0,code=20034,severity=fatal nvswitch_sxid_errors_total=0"),
+            (60, "gpu,host=n1,nvswitch=0000:86:00.0,code=20034,severity=fatal nvswitch_sxid_errors_total=1"),
+        ],
+        "sxid=\"20034\"",
+        &[
+            (120, "gpu,host=n1,nvswitch=0000:05:00.0,code=12028,severity=non_fatal nvswitch_sxid_errors_total=0"),
+            (60, "gpu,host=n1,nvswitch=0000:05:00.0,code=12028,severity=non_fatal nvswitch_sxid_errors_total=3"),
+        ],
+    ),
+    (
         "GpuEccUncorrectable",
         &[
             (120, "gpu,host=n1,gpu=1,uuid=GPU-b ecc_errors_uncorrected_total=0"),

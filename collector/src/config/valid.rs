@@ -3,7 +3,7 @@
 use super::{Config, ConfigError, SourceConfig, bytes, duration, regex};
 use regex::Regex;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
@@ -50,7 +50,10 @@ pub struct GpuSettings {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum GpuBackendKind {
+    /// NVML from the system's `libnvidia-ml.so.1`.
     Nvml,
+    /// NVML from the library file `nvml_library` names.
+    NvmlLibrary(PathBuf),
     Fake(PathBuf),
 }
 
@@ -166,7 +169,13 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
         None => None,
         Some((interval, timeout)) => {
             let backend = match (gpu_cfg.backend.as_deref().unwrap_or("nvml"), &gpu_cfg.fake_fixture) {
-                ("nvml", _) => GpuBackendKind::Nvml,
+                ("nvml", _) => match &gpu_cfg.nvml_library {
+                    None => GpuBackendKind::Nvml,
+                    Some(p) => GpuBackendKind::NvmlLibrary(nvml_library(p, &bad)?),
+                },
+                ("fake", _) if gpu_cfg.nvml_library.is_some() => {
+                    return Err(bad("collector.gpu.nvml_library", "only read by backend = \"nvml\"".into()));
+                }
                 ("fake", Some(p)) => GpuBackendKind::Fake(p.clone()),
                 ("fake", None) => {
                     return Err(bad("collector.gpu.fake_fixture", "required by backend = \"fake\"".into()));
@@ -366,6 +375,17 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
 }
 
 type Bad<'a> = dyn Fn(&str, String) -> ConfigError + 'a;
+
+/// The one check here that reads the filesystem: a wrong library path would otherwise show only as
+/// "gpu unavailable" at the first collection, far from the key that caused it.
+fn nvml_library(path: &Path, bad: &Bad) -> Result<PathBuf, ConfigError> {
+    let field = "collector.gpu.nvml_library";
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(path.to_path_buf()),
+        Ok(_) => Err(bad(field, format!("{}: not a file", path.display()))),
+        Err(e) => Err(bad(field, format!("{}: {e}", path.display()))),
+    }
+}
 
 fn training(t: &super::TrainingConfig, bad: &Bad) -> Result<TrainingSettings, ConfigError> {
     let listen = match t.listen.as_deref() {

@@ -2,18 +2,27 @@
 //! errors from NVML's event set and the kernel log, and per-process GPU memory attributed to the
 //! container, Kubernetes pod or Slurm job of the process (from `/proc/<pid>/cgroup`).
 //!
-//! Xid errors are owned by this source alone: a counter per GPU and code (`gpu_xid_errors_total`) and
-//! an event per occurrence (`gpu_xid`), so a repeated Xid is never lost (unlike dcgm-exporter's gauge
-//! of the last one). The kernel log has every occurrence with its text; NVML's event set is used
-//! only where the kernel log cannot be read, so one Xid is never counted twice.
+//! Xid errors are owned by this source alone: a counter per GPU and code (`gpu_xid_errors_total`) that
+//! counts every occurrence and an event per GPU, code and collection (`gpu_xid`, with `count` for a
+//! burst), so a repeated Xid is never lost (unlike dcgm-exporter's gauge of the last one). The kernel
+//! log has every occurrence with its text; NVML's event set is used only where the kernel log cannot
+//! be read, so one Xid is never counted twice. NVSwitch errors (SXid) come from the kernel log alone,
+//! counted and written the same way (`gpu_nvswitch_sxid_errors_total`, `gpu_nvswitch_sxid`).
+//!
+//! Xids matter most exactly when NVML does not answer: a GPU fallen off the bus fails NVML's calls or
+//! hangs them. So the backend runs on a thread of its own (`worker`) that a collection waits for only
+//! until shortly before the source's timeout; the kernel log is read after that wait whatever NVML did
+//! (failed, hung, or could not even start where NVIDIA's driver is loaded), and the collection then
+//! reports NVML's failure (`argus_collector_source_success{source="gpu"} 0`) with the Xids in its batch.
 //!
 //! With `dcgm_names`, the readings are also written under dcgm-exporter's names and labels (`dcgm`).
 
 use super::{Source, SourceError};
 use crate::batch::{Batch, Point};
 use crate::config::{GpuBackendKind, GpuSettings};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub mod backend;
 mod cgroup;
@@ -21,6 +30,8 @@ mod dcgm;
 pub mod fake;
 mod kmsg;
 pub mod nvml;
+mod worker;
+mod xid;
 
 pub use backend::{BackendError, Device, GpuBackend, XidEvent};
 
@@ -39,44 +50,81 @@ const THROTTLE_REASONS: &[(u64, &str)] = &[
 ];
 
 pub struct Gpu {
-    backend: Result<Box<dyn GpuBackend>, String>,
+    /// The backend on its thread, or why it could not start.
+    backend: Result<worker::Worker, String>,
+    /// How long a collection waits for the backend's devices.
+    wait: Duration,
     proc: PathBuf,
     dcgm_names: bool,
     hostname: String,
     kernel_log: Option<kmsg::KernelLog>,
-    /// Xids counted since start.
-    xids: BTreeMap<XidKey, u64>,
+    known: xid::Known,
+    counters: xid::Counters,
 }
 
 impl Gpu {
     /// Builds the backend the config names. A backend that cannot start (no NVIDIA library) is kept as
-    /// its reason, which the first collection reports as `Unavailable`.
-    pub fn build(settings: &GpuSettings, procfs_root: &Path, labels: &BTreeMap<String, String>) -> Gpu {
+    /// its reason. Where NVIDIA's driver is loaded (`/proc/driver/nvidia`) the kernel log is read all the
+    /// same, and every collection reports the reason as a failure; elsewhere (a machine without GPUs)
+    /// the first collection reports it as `Unavailable` and the source stops.
+    ///
+    /// `timeout` is the source's: a collection gives up waiting for NVML a little before it, so that
+    /// the kernel log is still read and the Xids written within it.
+    pub fn build(
+        settings: &GpuSettings,
+        timeout: Duration,
+        procfs_root: &Path,
+        labels: &BTreeMap<String, String>,
+    ) -> Gpu {
         let backend: Result<Box<dyn GpuBackend>, String> = match &settings.backend {
             GpuBackendKind::Nvml => nvml::Nvml::init().map(|b| Box::new(b) as Box<dyn GpuBackend>),
+            GpuBackendKind::NvmlLibrary(path) => nvml::Nvml::open(path).map(|b| Box::new(b) as Box<dyn GpuBackend>),
             GpuBackendKind::Fake(path) => fake::Fake::load(path).map(|b| Box::new(b) as Box<dyn GpuBackend>),
         }
         .map_err(|e| e.to_string());
-        let kernel_log = match (&backend, &settings.kernel_log) {
-            (Ok(_), Some(path)) => kmsg::KernelLog::open(path),
+        let kernel_log = match &settings.kernel_log {
+            Some(path) if backend.is_ok() || procfs_root.join("driver/nvidia").exists() => kmsg::KernelLog::open(path),
             _ => None,
         };
-        Gpu::new(backend, procfs_root, settings.dcgm_names, labels.get("host").cloned().unwrap_or_default(), kernel_log)
+        let hostname = labels.get("host").cloned().unwrap_or_default();
+        Gpu::new(backend, timeout, procfs_root, settings.dcgm_names, hostname, kernel_log)
     }
 
     #[cfg(test)]
     pub(crate) fn for_tests(backend: Box<dyn GpuBackend>, procfs_root: &Path, dcgm_names: bool) -> Gpu {
-        Gpu::new(Ok(backend), procfs_root, dcgm_names, "node-7".into(), None)
+        Gpu::new(Ok(backend), Duration::from_secs(10), procfs_root, dcgm_names, "node-7".into(), None)
+    }
+
+    /// Reads Xids and SXids from the log at `path` (followed from its end) instead of NVML's events.
+    #[cfg(test)]
+    pub(crate) fn with_kernel_log(mut self, path: &Path) -> Gpu {
+        self.kernel_log = kmsg::KernelLog::open(path);
+        self
     }
 
     fn new(
         backend: Result<Box<dyn GpuBackend>, String>,
+        timeout: Duration,
         procfs_root: &Path,
         dcgm_names: bool,
         hostname: String,
         kernel_log: Option<kmsg::KernelLog>,
     ) -> Gpu {
-        Gpu { backend, proc: procfs_root.to_path_buf(), dcgm_names, hostname, kernel_log, xids: BTreeMap::new() }
+        let backend = backend
+            .and_then(|b| worker::Worker::spawn(b).map_err(|e| format!("starting the gpu backend's thread: {e}")));
+        // What is left of the timeout after the wait is for the kernel log and the points: a fifth of
+        // it, at most a second.
+        let wait = timeout.saturating_sub((timeout / 5).min(Duration::from_secs(1)));
+        Gpu {
+            backend,
+            wait,
+            proc: procfs_root.to_path_buf(),
+            dcgm_names,
+            hostname,
+            kernel_log,
+            known: xid::Known::default(),
+            counters: xid::Counters::default(),
+        }
     }
 
     fn device_points(&self, d: &Device, now: i64, batch: &mut Batch) {
@@ -193,56 +241,6 @@ impl Gpu {
             );
         }
     }
-
-    /// Counts and records Xids; `devices` maps them to a GPU index and UUID (or, for a GPU NVML does not
-    /// see, keeps the kernel's PCI address).
-    fn xid_points(&mut self, events: Vec<XidEvent>, devices: &[Device], now: i64, batch: &mut Batch) {
-        let by_bus: HashMap<Option<(u32, u32, u32)>, &Device> =
-            devices.iter().map(|d| (kmsg::bus_key(&d.pci_bus_id), d)).collect();
-        for e in events {
-            let device = match (e.gpu, &e.pci_bus_id) {
-                (Some(i), _) => devices.iter().find(|d| d.index == i),
-                (None, Some(bus)) => by_bus.get(&kmsg::bus_key(bus)).copied(),
-                (None, None) => None,
-            };
-            let key = XidKey {
-                gpu: device.map(|d| d.index).or(e.gpu).map(|i| i.to_string()).unwrap_or_default(),
-                uuid: device.map(|d| d.uuid.clone()).unwrap_or_default(),
-                pci_bus_id: if device.is_none() { e.pci_bus_id.clone().unwrap_or_default() } else { String::new() },
-                code: e.code,
-            };
-            let count = self.xids.entry(key.clone()).or_insert(0);
-            if *count == 0 {
-                // A counter's first sample is its start, so `increase()` over a window that holds only it
-                // sees nothing; a zero just before makes the first Xid count.
-                batch.push(key.tags(Point::new("gpu", now - 1)).field("xid_errors_total", 0.0));
-            }
-            *count += 1;
-            tracing::warn!(gpu = %key.gpu, code = e.code, message = %e.message, "GPU Xid error");
-            batch.push(key.tags(Point::new("gpu", now)).text("xid", e.message));
-        }
-        for (key, count) in &self.xids {
-            batch.push(key.tags(Point::new("gpu", now)).field("xid_errors_total", *count as f64));
-        }
-    }
-}
-
-/// The series of one Xid counter.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct XidKey {
-    gpu: String,
-    uuid: String,
-    pci_bus_id: String,
-    code: u64,
-}
-
-impl XidKey {
-    fn tags(&self, p: Point) -> Point {
-        p.tag("gpu", &self.gpu)
-            .tag("uuid", &self.uuid)
-            .tag("pci_bus_id", &self.pci_bus_id)
-            .tag("code", self.code.to_string())
-    }
 }
 
 impl Source for Gpu {
@@ -250,29 +248,53 @@ impl Source for Gpu {
         "gpu"
     }
 
+    /// Devices first, waiting for NVML at most until shortly before the source's timeout; then the
+    /// kernel log, whatever NVML did; then NVML's failure, if any, with the Xids already in `batch`.
     fn collect(&mut self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
-        let backend = match &mut self.backend {
-            Ok(b) => b,
-            Err(reason) => return Err(SourceError::Unavailable(reason.clone())),
+        let reads_log = self.kernel_log.is_some();
+        let (devices, nvml_xids) = match &mut self.backend {
+            Ok(w) => {
+                let (devices, xids) = w.read(self.wait);
+                (devices.map_err(|f| failure(f, reads_log)), xids)
+            }
+            Err(reason) if !reads_log => return Err(SourceError::Unavailable(reason.clone())),
+            Err(reason) => (Err(SourceError::Backend(format!("{reason}; Xids from the kernel log only"))), Vec::new()),
         };
-        let devices = match backend.devices() {
-            Ok(d) => d,
-            Err(BackendError::Unavailable(r)) => return Err(SourceError::Unavailable(r)),
-            Err(BackendError::Failed(r)) => return Err(SourceError::Backend(r)),
-        };
-        let nvml_xids = backend.xid_events();
-        let xids = match &mut self.kernel_log {
-            Some(log) => log.xids(),
-            None => nvml_xids,
-        };
-        for d in &devices {
-            self.device_points(d, now, batch);
-            if self.dcgm_names {
-                dcgm::points(d, &self.hostname, now, batch);
+        if let Err(SourceError::Unavailable(_)) = &devices {
+            return devices.map(|_| ());
+        }
+        if let Ok(devices) = &devices {
+            self.known = xid::Known::new(devices);
+            for d in devices {
+                self.device_points(d, now, batch);
+                if self.dcgm_names {
+                    dcgm::points(d, &self.hostname, now, batch);
+                }
             }
         }
-        self.xid_points(xids, &devices, now, batch);
-        Ok(())
+        let (xids, sxids) = match &mut self.kernel_log {
+            Some(log) => {
+                let e = log.errors();
+                (e.xids, e.sxids)
+            }
+            None => (nvml_xids, Vec::new()),
+        };
+        self.counters.xid_points(xids, &self.known, now, batch);
+        self.counters.sxid_points(sxids, now, batch);
+        devices.map(|_| ())
+    }
+}
+
+/// A failed device reading as the collection reports it. `Unavailable` stops the source, so it is
+/// reported only where no kernel log is read.
+fn failure(f: worker::Failure, reads_log: bool) -> SourceError {
+    match f {
+        worker::Failure::Backend(BackendError::Unavailable(r)) if !reads_log => SourceError::Unavailable(r),
+        worker::Failure::Backend(BackendError::Unavailable(r) | BackendError::Failed(r)) => SourceError::Backend(r),
+        worker::Failure::Hung(d) => {
+            SourceError::Backend(format!("gpu backend call has not returned after {:.1}s", d.as_secs_f64()))
+        }
+        worker::Failure::Stopped => SourceError::Backend("gpu backend thread stopped".into()),
     }
 }
 

@@ -2,9 +2,14 @@
 //! builds and runs on machines without NVIDIA's library; there `init` fails and the source reports
 //! itself unavailable once).
 //!
+//! The library is the system's `libnvidia-ml.so` unless `[collector.gpu] nvml_library` names a file
+//! (a driver installed outside the loader's path, or the scenario-driven stand-in of
+//! `collector/fake-nvml`, which runs this backend in tests on machines without a GPU).
+//!
 //! Each reading is asked for separately and a failure leaves that reading out: NVML answers
 //! NotSupported for whatever a board lacks (fans on SXM boards, retired pages after Volta, remapped
-//! rows before Ampere).
+//! rows before Ampere). A GPU NVML reports lost (fallen off the bus) is left out of the collection
+//! while the others are read; its Xid 79 reaches the kernel log.
 //!
 //! Not read yet: NVLink byte counters (NVML field values with a per-link scope) and GPM profiling
 //! metrics (`gpm_metrics_get` over two samples); their fields stay absent.
@@ -23,6 +28,8 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::event::EventSet;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::sys_exports::field_id;
+use std::collections::BTreeSet;
+use std::path::Path;
 
 /// NVLink links a GPU may have (NVML_NVLINK_MAX_LINKS is 18 on Hopper).
 const MAX_LINKS: u32 = 18;
@@ -30,11 +37,28 @@ const MAX_LINKS: u32 = 18;
 pub struct Nvml {
     nvml: &'static nvml_wrapper::Nvml,
     events: Option<EventSet<'static>>,
+    /// GPUs NVML last answered GpuLost for, so each loss is logged once.
+    lost: BTreeSet<u32>,
 }
 
 impl Nvml {
+    /// Opens the system's `libnvidia-ml.so`.
     pub fn init() -> Result<Nvml, BackendError> {
-        let nvml = nvml_wrapper::Nvml::init().map_err(|e| match e {
+        Nvml::init_from(None)
+    }
+
+    /// Opens the library at `path`: a driver's `libnvidia-ml.so.1` outside the loader's path, or a
+    /// stand-in.
+    pub fn open(path: &Path) -> Result<Nvml, BackendError> {
+        Nvml::init_from(Some(path))
+    }
+
+    fn init_from(library: Option<&Path>) -> Result<Nvml, BackendError> {
+        let mut builder = nvml_wrapper::Nvml::builder();
+        if let Some(path) = library {
+            builder.lib_path(path.as_os_str());
+        }
+        let nvml = builder.init().map_err(|e| match e {
             NvmlError::LibloadingError(e) => BackendError::Unavailable(format!("no NVIDIA management library: {e}")),
             e => BackendError::Unavailable(format!("nvml init failed: {e}")),
         })?;
@@ -42,7 +66,7 @@ impl Nvml {
         // the handle is leaked once instead of making the backend self-referential.
         let nvml: &'static nvml_wrapper::Nvml = Box::leak(Box::new(nvml));
         let events = register_xid_events(nvml);
-        Ok(Nvml { nvml, events })
+        Ok(Nvml { nvml, events, lost: BTreeSet::new() })
     }
 }
 
@@ -68,7 +92,19 @@ impl GpuBackend for Nvml {
         let count = self.nvml.device_count().map_err(|e| BackendError::Failed(format!("device count: {e}")))?;
         let mut out = Vec::with_capacity(count as usize);
         for i in 0..count {
-            let dev = self.nvml.device_by_index(i).map_err(|e| BackendError::Failed(format!("gpu {i}: {e}")))?;
+            let dev = match self.nvml.device_by_index(i) {
+                Ok(dev) => dev,
+                Err(NvmlError::GpuLost) => {
+                    if self.lost.insert(i) {
+                        tracing::warn!(gpu = i, "NVML reports the GPU lost; its readings are left out");
+                    }
+                    continue;
+                }
+                Err(e) => return Err(BackendError::Failed(format!("gpu {i}: {e}"))),
+            };
+            if self.lost.remove(&i) {
+                tracing::info!(gpu = i, "NVML answers for the GPU again");
+            }
             out.push(read_device(i, &dev));
         }
         Ok(out)
@@ -212,12 +248,17 @@ fn mig_instances(d: &nvml_wrapper::Device<'_>) -> Vec<MigInstance> {
             gpu_instance_id: i,
             compute_instance_id: 0,
             uuid: m.uuid().unwrap_or_default(),
-            profile: m.name().unwrap_or_default(),
+            profile: m.name().map(|n| mig_profile(&n).to_string()).unwrap_or_default(),
             memory_used_bytes: mem.as_ref().map(|x| x.used),
             memory_total_bytes: mem.as_ref().map(|x| x.total),
         });
     }
     out
+}
+
+/// The profile in a MIG device's name: NVML names one "NVIDIA A100-SXM4-80GB MIG 3g.40gb".
+fn mig_profile(name: &str) -> &str {
+    name.rsplit_once(" MIG ").map_or(name, |(_, profile)| profile.trim())
 }
 
 fn processes(d: &nvml_wrapper::Device<'_>) -> Vec<Process> {
@@ -233,4 +274,14 @@ fn processes(d: &nvml_wrapper::Device<'_>) -> Vec<Process> {
             gpu_instance_id: p.gpu_instance_id,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mig_profile_is_the_end_of_the_mig_device_name() {
+        assert_eq!(super::mig_profile("NVIDIA A100-SXM4-80GB MIG 3g.40gb"), "3g.40gb");
+        assert_eq!(super::mig_profile("NVIDIA H100 80GB HBM3 MIG 1g.10gb+me"), "1g.10gb+me");
+        assert_eq!(super::mig_profile("3g.40gb"), "3g.40gb");
+    }
 }

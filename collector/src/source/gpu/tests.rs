@@ -1,9 +1,94 @@
 use super::*;
 use crate::source::golden;
+use std::io::Write;
+use std::sync::mpsc;
+use std::time::Instant;
 
 fn gpu(fixture: &str, dcgm_names: bool) -> Gpu {
     let backend = fake::Fake::load(&golden::fixture(fixture)).map(|b| Box::new(b) as Box<dyn GpuBackend>);
-    Gpu::new(backend.map_err(|e| e.to_string()), &golden::fixture("gpu/proc"), dcgm_names, "node-7".into(), None)
+    let timeout = Duration::from_secs(10);
+    Gpu::new(
+        backend.map_err(|e| e.to_string()),
+        timeout,
+        &golden::fixture("gpu/proc"),
+        dcgm_names,
+        "node-7".into(),
+        None,
+    )
+}
+
+fn h100() -> fake::Fake {
+    fake::Fake::load(&golden::fixture("gpu/h100.json")).unwrap()
+}
+
+/// An empty kernel log in a temporary directory, and a way to append to it.
+struct Log {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Log {
+    fn new() -> Log {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kern.log");
+        std::fs::write(&path, "").unwrap();
+        Log { _dir: dir, path }
+    }
+
+    fn open(&self) -> Option<kmsg::KernelLog> {
+        kmsg::KernelLog::open(&self.path)
+    }
+
+    fn append(&self, text: &str) {
+        let mut f = std::fs::OpenOptions::new().append(true).open(&self.path).unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+}
+
+const XID_79: &str = "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus.\n";
+
+/// The exposition lines of the Xid and SXid series.
+fn xid_lines(b: &Batch) -> String {
+    let text = b.to_exposition();
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("gpu_xid") || l.starts_with("gpu_nvswitch")).collect();
+    lines.join("\n") + "\n"
+}
+
+/// A backend whose first `devices()` succeeds and whose later ones fail: a GPU falling off the bus.
+struct FailsAfterFirst {
+    inner: fake::Fake,
+    calls: u32,
+}
+
+impl GpuBackend for FailsAfterFirst {
+    fn devices(&mut self) -> Result<Vec<Device>, BackendError> {
+        self.calls += 1;
+        if self.calls > 1 {
+            return Err(BackendError::Failed("gpu 0: Unknown Error".into()));
+        }
+        self.inner.devices()
+    }
+
+    fn xid_events(&mut self) -> Vec<XidEvent> {
+        Vec::new()
+    }
+}
+
+/// A backend whose `devices()` blocks until the test lets it go (drops the sender): a hung NVML call.
+struct Hangs {
+    inner: fake::Fake,
+    release: mpsc::Receiver<()>,
+}
+
+impl GpuBackend for Hangs {
+    fn devices(&mut self) -> Result<Vec<Device>, BackendError> {
+        let _ = self.release.recv();
+        self.inner.devices()
+    }
+
+    fn xid_events(&mut self) -> Vec<XidEvent> {
+        Vec::new()
+    }
 }
 
 #[test]
@@ -35,7 +120,14 @@ fn golden_gpu_a100_mig_with_dcgm_names() {
 
 #[test]
 fn no_nvidia_library_is_unavailable_every_time_and_writes_nothing() {
-    let mut g = Gpu::new(Err("no NVIDIA management library".into()), Path::new("/proc"), false, String::new(), None);
+    let mut g = Gpu::new(
+        Err("no NVIDIA management library".into()),
+        Duration::from_secs(1),
+        Path::new("/proc"),
+        false,
+        String::new(),
+        None,
+    );
     let mut b = Batch::new();
     for _ in 0..2 {
         assert!(matches!(g.collect(1, &mut b), Err(SourceError::Unavailable(_))));
@@ -45,31 +137,175 @@ fn no_nvidia_library_is_unavailable_every_time_and_writes_nothing() {
 
 #[test]
 fn kernel_log_xids_map_to_gpus_by_pci_address_and_replace_nvml_events() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kern.log");
-    std::fs::write(&path, "").unwrap();
-    let backend = fake::Fake::load(&golden::fixture("gpu/h100.json")).unwrap();
-    let log = kmsg::KernelLog::open(&path);
-    let mut g = Gpu::new(Ok(Box::new(backend)), &golden::fixture("gpu/proc"), false, String::new(), log);
-    std::fs::write(
-        &path,
+    let log = Log::new();
+    let mut g = Gpu::for_tests(Box::new(h100()), &golden::fixture("gpu/proc"), false).with_kernel_log(&log.path);
+    log.append(
         "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus.\n\
          [ 88.2] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus.\n\
          [ 90.0] NVRM: Xid (PCI:0000:99:00): 13, Graphics Exception on a GPU we do not see\n",
-    )
-    .unwrap();
+    );
     let mut b = Batch::new();
     g.collect(5_000, &mut b).unwrap();
-    let text = b.to_exposition();
-    let xid_lines: Vec<&str> = text.lines().filter(|l| l.starts_with("gpu_xid")).collect();
     expect_test::expect![[r#"
         gpu_xid_errors_total{code="13", pci_bus_id="0000:99:00"} 0
         gpu_xid_errors_total{code="13", pci_bus_id="0000:99:00"} 1
         gpu_xid_errors_total{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
         gpu_xid_errors_total{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 2
         gpu_xid{code="13", pci_bus_id="0000:99:00"} "[ 90.0] NVRM: Xid (PCI:0000:99:00): 13, Graphics Exception on a GPU we do not see"
-        gpu_xid{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus."
-        gpu_xid{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[ 88.2] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus."
+        gpu_xid{code="79", count="2", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus."
     "#]]
-    .assert_eq(&(xid_lines.join("\n") + "\n"));
+    .assert_eq(&xid_lines(&b));
+}
+
+#[test]
+fn without_nvml_the_kernel_log_is_read_where_the_driver_is_loaded() {
+    let log = Log::new();
+    let procfs = tempfile::tempdir().unwrap();
+    let settings = |kernel_log: &Path| GpuSettings {
+        backend: GpuBackendKind::Fake(procfs.path().join("no-such-fixture.json")),
+        dcgm_names: false,
+        kernel_log: Some(kernel_log.to_path_buf()),
+    };
+    let timeout = Duration::from_secs(1);
+
+    // No NVIDIA driver: a machine without GPUs, where the source stops as before.
+    let mut g = Gpu::build(&settings(&log.path), timeout, procfs.path(), &BTreeMap::new());
+    log.append(XID_79);
+    let mut b = Batch::new();
+    assert!(matches!(g.collect(1_000, &mut b), Err(SourceError::Unavailable(_))));
+    assert!(b.is_empty());
+
+    // The driver is loaded but NVML cannot start (a library of another version): Xids still flow, and
+    // every collection reports the failure without stopping the source.
+    std::fs::create_dir_all(procfs.path().join("driver/nvidia")).unwrap();
+    let mut g = Gpu::build(&settings(&log.path), timeout, procfs.path(), &BTreeMap::new());
+    log.append(XID_79);
+    let mut b = Batch::new();
+    let err = g.collect(2_000, &mut b).unwrap_err();
+    assert!(matches!(err, SourceError::Backend(_)), "{err:?}");
+    expect_test::expect![[r#"
+        gpu_xid_errors_total{code="79", pci_bus_id="0000:18:00"} 0
+        gpu_xid_errors_total{code="79", pci_bus_id="0000:18:00"} 1
+        gpu_xid{code="79", pci_bus_id="0000:18:00"} "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus."
+    "#]]
+    .assert_eq(&xid_lines(&b));
+    log.append(XID_79);
+    let mut b = Batch::new();
+    assert!(matches!(g.collect(3_000, &mut b), Err(SourceError::Backend(_))));
+    assert!(xid_lines(&b).contains(r#"gpu_xid_errors_total{code="79", pci_bus_id="0000:18:00"} 2"#), "{b:?}");
+}
+
+#[test]
+fn xids_keep_their_gpu_when_devices_fail() {
+    let log = Log::new();
+    let backend = FailsAfterFirst { inner: h100(), calls: 0 };
+    let mut g = Gpu::for_tests(Box::new(backend), &golden::fixture("gpu/proc"), false).with_kernel_log(&log.path);
+    g.collect(1_000, &mut Batch::new()).unwrap();
+    log.append(XID_79);
+    let mut b = Batch::new();
+    let err = g.collect(2_000, &mut b).unwrap_err();
+    expect_test::expect!["gpu 0: Unknown Error"].assert_eq(&err.to_string());
+    assert!(!b.to_exposition().contains("gpu_power_watts"), "no device readings on a failed collection");
+    expect_test::expect![[r#"
+        gpu_xid_errors_total{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
+        gpu_xid_errors_total{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 1
+        gpu_xid{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus."
+    "#]]
+    .assert_eq(&xid_lines(&b));
+}
+
+#[test]
+fn a_hung_nvml_call_never_holds_back_xids() {
+    let log = Log::new();
+    let (release, hold) = mpsc::channel();
+    let timeout = Duration::from_secs(1);
+    let backend: Box<dyn GpuBackend> = Box::new(Hangs { inner: h100(), release: hold });
+    let mut g = Gpu::new(Ok(backend), timeout, &golden::fixture("gpu/proc"), false, String::new(), log.open());
+
+    // The call hangs: the collection gives up on it before the source's timeout, with the Xids.
+    log.append(XID_79);
+    let started = Instant::now();
+    let mut b = Batch::new();
+    let err = g.collect(1_000, &mut b).unwrap_err();
+    let took = started.elapsed();
+    assert!(took < timeout, "took {took:?}, past the timeout");
+    assert!(err.to_string().starts_with("gpu backend call has not returned after 0."), "{err}");
+    assert!(xid_lines(&b).contains(r#"gpu_xid{code="79", pci_bus_id="0000:18:00"}"#), "{b:?}");
+
+    // Still hung: the next collection does not wait for it again, and its Xids are written.
+    log.append(XID_79);
+    let started = Instant::now();
+    let mut b = Batch::new();
+    assert!(g.collect(2_000, &mut b).is_err());
+    assert!(started.elapsed() < timeout / 2, "waited {:?} for a call already given up on", started.elapsed());
+    assert!(xid_lines(&b).contains(r#"gpu_xid_errors_total{code="79", pci_bus_id="0000:18:00"} 2"#), "{b:?}");
+
+    // The call returns: devices are read again.
+    drop(release);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut b = Batch::new();
+    while g.collect(3_000, &mut b).is_err() {
+        assert!(Instant::now() < deadline, "the backend never came back");
+        std::thread::sleep(Duration::from_millis(20));
+        b = Batch::new();
+    }
+    assert!(b.to_exposition().contains("gpu_power_watts{"), "{b:?}");
+}
+
+#[test]
+fn a_burst_of_one_xid_is_one_event_with_its_count() {
+    let log = Log::new();
+    let mut g = Gpu::for_tests(Box::new(h100()), &golden::fixture("gpu/proc"), false).with_kernel_log(&log.path);
+    let storm: String = (0..5000)
+        .map(|i| format!("[{i}.0] NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception: ESR 0x405840=0x{i:x}\n"))
+        .collect();
+    log.append(&storm);
+    log.append("[9000.0] NVRM: Xid (PCI:0000:2a:00): 31, Ch 00000010, intr 00000000. MMU Fault\n");
+    let mut b = Batch::new();
+    g.collect(1_000, &mut b).unwrap();
+    expect_test::expect![[r#"
+        gpu_xid_errors_total{code="13", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
+        gpu_xid_errors_total{code="13", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 5000
+        gpu_xid_errors_total{code="31", gpu="1", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0
+        gpu_xid_errors_total{code="31", gpu="1", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 1
+        gpu_xid{code="13", count="5000", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[0.0] NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception: ESR 0x405840=0x0"
+        gpu_xid{code="31", gpu="1", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} "[9000.0] NVRM: Xid (PCI:0000:2a:00): 31, Ch 00000010, intr 00000000. MMU Fault"
+    "#]]
+    .assert_eq(&xid_lines(&b));
+
+    // The next burst is counted on top, in an event of its own.
+    log.append(&storm[..storm.len() / 2]);
+    let mut b = Batch::new();
+    g.collect(2_000, &mut b).unwrap();
+    let lines = xid_lines(&b);
+    assert!(lines.contains(r#"gpu_xid{code="13", count="#), "{lines}");
+    assert_eq!(lines.lines().filter(|l| l.starts_with("gpu_xid{")).count(), 1, "{lines}");
+    let total = lines.lines().find(|l| l.starts_with(r#"gpu_xid_errors_total{code="13""#)).unwrap();
+    let n: u64 = total.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(n > 5000 && n < 10_000, "{total}");
+}
+
+#[test]
+fn sxids_are_counted_by_nvswitch_code_and_severity() {
+    let log = Log::new();
+    let mut g = Gpu::for_tests(Box::new(h100()), &golden::fixture("gpu/proc"), false).with_kernel_log(&log.path);
+    log.append(
+        "[4021.1] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)\n\
+         [4021.1] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Severity 0 Engine instance 32 Sub-engine instance 00\n\
+         [4021.1] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Data {0x000001c0, 0x00bd5c8a, 0x00000500}\n\
+         [4022.7] nvidia-nvswitch0: SXid (PCI:0000:86:00.0): 20034, Fatal, Link 10 LTSSM Fault Up\n\
+         [4022.7] nvidia-nvswitch0: SXid (PCI:0000:86:00.0): 20034, Severity 1 Engine instance 10 Sub-engine instance 00\n\
+         [4022.9] nvidia-nvswitch0: SXid (PCI:0000:86:00.0): 20034, Fatal, Link 11 LTSSM Fault Up\n",
+    );
+    let mut b = Batch::new();
+    g.collect(1_000, &mut b).unwrap();
+    expect_test::expect![[r#"
+        gpu_nvswitch_sxid_errors_total{code="12028", nvswitch="0000:05:00.0", severity="non_fatal"} 0
+        gpu_nvswitch_sxid_errors_total{code="12028", nvswitch="0000:05:00.0", severity="non_fatal"} 1
+        gpu_nvswitch_sxid_errors_total{code="20034", nvswitch="0000:86:00.0", severity="fatal"} 0
+        gpu_nvswitch_sxid_errors_total{code="20034", nvswitch="0000:86:00.0", severity="fatal"} 2
+        gpu_nvswitch_sxid{code="12028", nvswitch="0000:05:00.0", severity="non_fatal"} "[4021.1] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)"
+        gpu_nvswitch_sxid{code="20034", count="2", nvswitch="0000:86:00.0", severity="fatal"} "[4022.7] nvidia-nvswitch0: SXid (PCI:0000:86:00.0): 20034, Fatal, Link 10 LTSSM Fault Up"
+    "#]]
+    .assert_eq(&xid_lines(&b));
 }
