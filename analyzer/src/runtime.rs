@@ -381,11 +381,10 @@ fn feed(rule: &Rule, t: &mut Tracked, samples: &[Sample], live_from: i64, end: i
         if s.t <= t.last_seen {
             continue;
         }
-        let v = engine_neutral(s.v);
-        let verdicts: Vec<Verdict> = t.detectors.iter_mut().map(|d| d.update(s.t, v)).collect();
+        let verdicts: Vec<Verdict> = t.detectors.iter_mut().map(|d| d.update(s.t, s.v)).collect();
         t.last_seen = s.t;
         if keep > 0 {
-            t.window.push_back((s.t, v));
+            t.window.push_back((s.t, s.v));
             while t.window.len() > keep {
                 t.window.pop_front();
             }
@@ -641,31 +640,6 @@ pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-/// `v` to 12 significant digits, as detectors see every value. Engines compute one query in different
-/// orders (a rate's division, a sum's terms) and their answers part in the last bits: on a 250-node
-/// fleet VictoriaMetrics' `rate()` and the embedded store's differed in the 16th digit on 8 % of the
-/// points, and a detector whose decisions turn on a fit (a seasonal period, a quantile) carried that
-/// into different alerts. Rounded, the same data gives the same alerts on every engine, but for a
-/// value within those last bits of a rounding boundary. Twelve digits are far finer than any
-/// measurement.
-pub(crate) fn engine_neutral(v: f64) -> f64 {
-    if v == 0.0 || !v.is_finite() {
-        return v;
-    }
-    let digits = 11 - v.abs().log10().floor() as i32;
-    if !(-290..=290).contains(&digits) {
-        return v;
-    }
-    // A negative power as a division, so that both directions round the same way.
-    if digits >= 0 {
-        let scale = 10f64.powi(digits);
-        (v * scale).round() / scale
-    } else {
-        let scale = 10f64.powi(-digits);
-        (v / scale).round() * scale
-    }
-}
-
 /// When the next step ends plus `delay` (all in ms): a step of `every` is evaluated `delay` after it
 /// ends, so that its samples still on their way have arrived ([`Valid::eval_delay`]).
 fn next_wake(now: i64, every: i64, delay: i64) -> i64 {
@@ -682,26 +656,7 @@ pub(crate) async fn sleep_to_step(every: Duration, delay: Duration) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Top, engine_neutral, next_wake};
-
-    /// Values that differ in their last bits, as two engines' answers to one query do, reach the
-    /// detectors as one value; values that differ in a measured digit stay apart.
-    #[test]
-    fn last_bits_do_not_reach_the_detectors() {
-        let pairs = [(85_561_613.133_333_33, 85_561_613.133_333_34), (0.1 + 0.2, 0.3), (-7.000_000_000_000_001, -7.0)];
-        for (a, b) in pairs {
-            assert_ne!(a, b);
-            assert_eq!(engine_neutral(a), engine_neutral(b), "{a} and {b}");
-        }
-        assert_ne!(engine_neutral(85_561_613.133_4), engine_neutral(85_561_613.133_3));
-        assert_eq!(engine_neutral(123_456.789), 123_456.789);
-        assert_eq!(engine_neutral(2.5e-7), 2.5e-7);
-        assert_eq!(engine_neutral(1.234_567_890_123_4e20), 1.234_567_890_12e20);
-        for v in [0.0, f64::INFINITY, f64::NEG_INFINITY, 1e-310, f64::MAX] {
-            assert_eq!(engine_neutral(v), v);
-        }
-        assert!(engine_neutral(f64::NAN).is_nan());
-    }
+    use super::{Top, next_wake};
 
     /// A step is evaluated `delay` after it ends, never twice and never skipped: a wake just after one
     /// step's evaluation sleeps to the next step's.

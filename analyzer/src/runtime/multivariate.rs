@@ -468,7 +468,7 @@ async fn read(
                 for sample in &s.samples {
                     let offset = sample.t - from;
                     if offset >= 0 && offset % step == 0 && ((offset / step) as usize) < n_steps {
-                        grid.values[(offset / step) as usize * n + m] = super::engine_neutral(sample.v);
+                        grid.values[(offset / step) as usize * n + m] = sample.v;
                     }
                 }
             }
