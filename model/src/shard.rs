@@ -50,7 +50,13 @@ impl Shard {
     /// Whether this share owns the series `labels`, keyed by the values of `by` (absent labels count
     /// as empty, so series without them stay together on one share).
     pub fn owns_series(&self, labels: &Labels, by: &[impl AsRef<str>]) -> bool {
-        self.count == 1 || self.owns(by.iter().map(|name| labels.get(name.as_ref()).unwrap_or("")))
+        self.owns_by(by, |name| labels.get(name))
+    }
+
+    /// [`Shard::owns_series`] for labels held in another form (a query answer being decoded), `get`
+    /// looking a label's value up by name.
+    pub fn owns_by<'a>(&self, by: &[impl AsRef<str>], get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.count == 1 || self.owns(by.iter().map(|name| get(name.as_ref()).unwrap_or("")))
     }
 }
 

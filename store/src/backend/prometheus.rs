@@ -181,7 +181,7 @@ impl StoreBackend for Prometheus {
         by: &'a [String],
     ) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
         Box::pin(async move {
-            let keep = |m: &api::Pairs| shard.owns(by.iter().map(|n| m.get(n).unwrap_or("")));
+            let keep = |m: &api::Pairs| shard.owns_by(by, |name| m.get(name));
             self.range(query, start, end, step, Some(&keep)).await
         })
     }
