@@ -24,7 +24,7 @@ pub enum BackendError {
          prometheus-compatible backend (embedded or prometheus)"
     )]
     PromqlUnavailable { backend: &'static str },
-    /// The embedded store refuses writes for now (its memory budget, or its WAL over half of
+    /// The embedded store refuses writes for now (its memory budget, or its WAL over an eighth of
     /// `max_disk_size`); it flushes and recovers.
     #[error("the embedded store is over its memory budget or its disk bound; retry later")]
     Overloaded,

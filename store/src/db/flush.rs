@@ -282,15 +282,12 @@ fn delete_for_size(shared: &Shared, doomed: Vec<Arc<Block>>) -> Result<(), DbErr
 /// block of `keep` would have to go (blocks about to be merged). Sets the disk gauges and says once
 /// when 80 % of the bound is passed.
 fn over_size(shared: &Shared, reserve: u64, keep: &[Arc<Block>]) -> Result<Option<Vec<Arc<Block>>>, DbError> {
-    let live = live_bytes(shared)?;
+    let (live, total) = note_disk(shared, 0)?;
     let m = &shared.metrics;
-    let total = live + shared.blocks.read().iter().map(|b| b.size).sum::<u64>();
     m.disk_bytes.set(total as i64);
-    note_peak(shared, total);
     let Some(max) = shared.opts.max_disk_size else {
         return Ok(Some(Vec::new()));
     };
-    note_peak(shared, total);
     warn_when_high(shared, total, max);
     // The WAL and head grow between two checks, while writes go on, until writes wait at an eighth of
     // the bound ([`super::LIVE_REFUSE_PART`]): room is kept for them to reach it, and a quarter more
@@ -335,17 +332,14 @@ fn over_size(shared: &Shared, reserve: u64, keep: &[Arc<Block>]) -> Result<Optio
     Ok(Some(doomed))
 }
 
-/// Records in the peak gauge what the data directory holds now with `unlisted` bytes of blocks just
-/// written and not yet in the block list.
-fn note_disk(shared: &Shared, unlisted: u64) -> Result<(), DbError> {
-    let total = live_bytes(shared)? + shared.blocks.read().iter().map(|b| b.size).sum::<u64>() + unlisted;
-    note_peak(shared, total);
-    Ok(())
-}
-
-fn note_peak(shared: &Shared, total: u64) {
+/// What the data directory holds now, with `unlisted` bytes of blocks just written and not yet in the
+/// block list, recorded in the peak gauge: (WAL and head chunks, everything).
+fn note_disk(shared: &Shared, unlisted: u64) -> Result<(u64, u64), DbError> {
+    let live = live_bytes(shared)?;
+    let total = live + shared.blocks.read().iter().map(|b| b.size).sum::<u64>() + unlisted;
     let peak = &shared.metrics.disk_peak_bytes;
     peak.set(peak.get().max(total as i64));
+    Ok((live, total))
 }
 
 /// Says once, when `total` passes 80 % of `max`, that the bound is near (again after falling below).
