@@ -63,20 +63,7 @@ impl Counters {
             };
             (key, e.message)
         });
-        for (key, (message, n)) in bursts(keyed) {
-            let count = self.xids.entry(key.clone()).or_insert(0);
-            if *count == 0 {
-                // A counter's first sample is its start, so `increase()` over a window that holds only it
-                // sees nothing; a zero just before makes the first Xid count.
-                batch.push(key.tags(Point::new("gpu", now - 1)).field("xid_errors_total", 0.0));
-            }
-            *count += n;
-            tracing::warn!(gpu = %key.gpu, code = key.code, count = n, %message, "GPU Xid error");
-            batch.push(key.tags(Point::new("gpu", now)).tag("count", burst_label(n)).text("xid", message));
-        }
-        for (key, count) in &self.xids {
-            batch.push(key.tags(Point::new("gpu", now)).field("xid_errors_total", *count as f64));
-        }
+        write(&mut self.xids, keyed, now, batch);
     }
 
     /// Counts SXid errors, writes one event per NVSwitch, code and severity, and every SXid counter.
@@ -86,18 +73,41 @@ impl Counters {
                 SxidKey { nvswitch: e.nvswitch, code: e.code, severity: e.severity.map_or("", kmsg::Severity::label) };
             (key, e.message)
         });
-        for (key, (message, n)) in bursts(keyed) {
-            let count = self.sxids.entry(key.clone()).or_insert(0);
-            if *count == 0 {
-                batch.push(key.tags(Point::new("gpu", now - 1)).field("nvswitch_sxid_errors_total", 0.0));
-            }
-            *count += n;
-            tracing::warn!(nvswitch = %key.nvswitch, code = key.code, severity = key.severity, count = n, %message, "NVSwitch SXid error");
-            batch.push(key.tags(Point::new("gpu", now)).tag("count", burst_label(n)).text("nvswitch_sxid", message));
+        write(&mut self.sxids, keyed, now, batch);
+    }
+}
+
+/// The series of one error counter, and of its events.
+trait ErrorSeries: Clone + Ord {
+    /// The counter's field and the event's (text) field of the `gpu` measurement.
+    const COUNTER: &'static str;
+    const EVENT: &'static str;
+    fn tags(&self, p: Point) -> Point;
+    /// Logs a burst of `n` errors, `message` the first one's text.
+    fn log(&self, n: u64, message: &str);
+}
+
+/// Counts the errors of one collection into `counts`, writes one event per series with the first
+/// occurrence's text (and `count` for a burst), then every counter of `counts`.
+fn write<K: ErrorSeries>(
+    counts: &mut BTreeMap<K, u64>,
+    events: impl Iterator<Item = (K, String)>,
+    now: i64,
+    batch: &mut Batch,
+) {
+    for (key, (message, n)) in bursts(events) {
+        let count = counts.entry(key.clone()).or_insert(0);
+        if *count == 0 {
+            // A counter's first sample is its start, so `increase()` over a window that holds only it
+            // sees nothing; a zero just before makes the first error count.
+            batch.push(key.tags(Point::new("gpu", now - 1)).field(K::COUNTER, 0.0));
         }
-        for (key, count) in &self.sxids {
-            batch.push(key.tags(Point::new("gpu", now)).field("nvswitch_sxid_errors_total", *count as f64));
-        }
+        *count += n;
+        key.log(n, &message);
+        batch.push(key.tags(Point::new("gpu", now)).tag("count", burst_label(n)).text(K::EVENT, message));
+    }
+    for (key, count) in counts.iter() {
+        batch.push(key.tags(Point::new("gpu", now)).field(K::COUNTER, *count as f64));
     }
 }
 
@@ -125,12 +135,19 @@ struct XidKey {
     code: u64,
 }
 
-impl XidKey {
+impl ErrorSeries for XidKey {
+    const COUNTER: &'static str = "xid_errors_total";
+    const EVENT: &'static str = "xid";
+
     fn tags(&self, p: Point) -> Point {
         p.tag("gpu", &self.gpu)
             .tag("uuid", &self.uuid)
             .tag("pci_bus_id", &self.pci_bus_id)
             .tag("code", self.code.to_string())
+    }
+
+    fn log(&self, n: u64, message: &str) {
+        tracing::warn!(gpu = %self.gpu, code = self.code, count = n, %message, "GPU Xid error");
     }
 }
 
@@ -143,8 +160,15 @@ struct SxidKey {
     severity: &'static str,
 }
 
-impl SxidKey {
+impl ErrorSeries for SxidKey {
+    const COUNTER: &'static str = "nvswitch_sxid_errors_total";
+    const EVENT: &'static str = "nvswitch_sxid";
+
     fn tags(&self, p: Point) -> Point {
         p.tag("nvswitch", &self.nvswitch).tag("code", self.code.to_string()).tag("severity", self.severity)
+    }
+
+    fn log(&self, n: u64, message: &str) {
+        tracing::warn!(nvswitch = %self.nvswitch, code = self.code, severity = self.severity, count = n, %message, "NVSwitch SXid error");
     }
 }
