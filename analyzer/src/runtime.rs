@@ -78,6 +78,10 @@ pub(crate) struct Tracked {
     /// Recent (step, value) pairs for the peer comparison.
     pub window: VecDeque<(i64, f64)>,
     pub last_seen: i64,
+    /// Values before this time are read but not learned from: the series' first values, computed
+    /// over less than the query's longest range window (see [`Rule::settle`]). `None` until the
+    /// series' first value arrives; a series restored from a checkpoint has settled long ago.
+    pub settled_from: Option<i64>,
     pub anomalous_steps: u32,
     pub normal_steps: u32,
     pub firing: Option<Firing>,
@@ -372,13 +376,28 @@ fn new_tracked(rule: &Rule) -> Result<Tracked, String> {
         .iter()
         .map(|name| detectors::make(name, rule.params.get(name), rule.direction, rule.min_deviation))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Tracked { detectors, window: VecDeque::new(), last_seen: 0, anomalous_steps: 0, normal_steps: 0, firing: None })
+    Ok(Tracked {
+        detectors,
+        window: VecDeque::new(),
+        last_seen: 0,
+        settled_from: None,
+        anomalous_steps: 0,
+        normal_steps: 0,
+        firing: None,
+    })
 }
 
 fn feed(rule: &Rule, t: &mut Tracked, samples: &[Sample], live_from: i64, end: i64, out: &mut Outputs) {
     let keep = rule.peer.as_ref().map_or(0, |p| (p.window.as_millis() / rule.interval.as_millis().max(1)) as usize + 1);
+    let settled_from = *t.settled_from.get_or_insert_with(|| {
+        samples.first().map_or(i64::MIN, |first| first.t.saturating_add(rule.settle.as_millis() as i64))
+    });
     for s in samples {
         if s.t <= t.last_seen {
+            continue;
+        }
+        if s.t < settled_from {
+            t.last_seen = s.t;
             continue;
         }
         let verdicts: Vec<Verdict> = t.detectors.iter_mut().map(|d| d.update(s.t, s.v)).collect();

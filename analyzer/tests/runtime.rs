@@ -175,6 +175,34 @@ async fn a_single_step_far_out_alerts_at_once_unless_turned_off() {
     }
 }
 
+/// A counter born after the analyzer started: its `rate` over a partial window (the first 2 minutes
+/// here) is read but neither scored nor learned from; once the window is full, it is scored every step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_series_is_learned_from_once_its_range_window_is_full() {
+    let (_dir, backend, now) = setup().await;
+    let born = now - 10 * 60_000;
+    let labels = Labels::from_pairs([("__name__", "bytes_total".to_string()), ("host", "node-1".to_string())]);
+    let samples = (born / STEP..=now / STEP).map(|i| Sample { t: i * STEP, v: ((i - born / STEP) * 1_000) as f64 });
+    backend.write(vec![WriteSeries { labels, samples: samples.collect() }]).await.unwrap();
+    let rule = "warmup = \"1h\"\n[[rule]]\nname = \"throughput\"\nquery = \"rate(bytes_total[2m])\"\n\
+                detectors = [\"ewma\"]\n";
+    let intake = Arc::new(Intake::default());
+    let mut a = Analyzer::new(config(rule), backend.clone(), intake, None, Metrics::default());
+    let mut t = born - STEP;
+    while t <= now {
+        a.tick(t).await;
+        t += STEP;
+    }
+    let scores = match backend.query_range("argus_anomaly_score{detector=\"ewma\"}", born, now, STEP).await.unwrap() {
+        QueryValue::Matrix(m) if m.len() == 1 => m[0].samples.iter().map(|s| s.t).collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    // `rate` has its first value one step after the counter's first sample.
+    let settled = born + STEP + 2 * 60_000;
+    assert_eq!(scores.first(), Some(&settled), "scored from the first full window on");
+    assert_eq!(scores.len() as i64, (now - settled) / STEP + 1, "and at every step after it");
+}
+
 #[test]
 fn configuration_errors_name_the_key() {
     let bad = |text: &str| toml::from_str::<Config>(text).unwrap().validate().unwrap_err().to_string();

@@ -45,6 +45,27 @@ pub fn parse_error(query: &str, message: &str) -> String {
     syntax::with_position(query, message)
 }
 
+/// The longest stretch of the past one evaluation of `expr` reads: the largest range of its range
+/// selectors, a subquery's range added to the ranges inside it. Zero for a query of instant
+/// selectors only. A series younger than this has its first values computed over a partial window,
+/// where engines extrapolate differently (`rate` over the first 40 s of a counter is not the same on
+/// Argus' store and on VictoriaMetrics), so the analyzer leaves those values out of its models.
+pub fn longest_range(expr: &Expr) -> std::time::Duration {
+    let inner = |e: &Expr| longest_range(e);
+    match expr {
+        Expr::MatrixSelector(m) => m.range,
+        Expr::Subquery(s) => s.range + inner(&s.expr),
+        Expr::Aggregate(a) => inner(&a.expr).max(a.param.as_deref().map_or(Default::default(), inner)),
+        Expr::Unary(u) => inner(&u.expr),
+        Expr::Paren(p) => inner(&p.expr),
+        Expr::Binary(b) => inner(&b.lhs).max(inner(&b.rhs)),
+        Expr::Call(c) => c.args.args.iter().map(|a| inner(a)).max().unwrap_or_default(),
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::VectorSelector(_) | Expr::Extension(_) => {
+            Default::default()
+        }
+    }
+}
+
 /// Functions Prometheus 2 knows that the parser does not, registered once per process.
 fn register_extra_functions() {
     static EXTRA: std::sync::Once = std::sync::Once::new();
@@ -75,5 +96,15 @@ mod tests {
         assert!(check("holt_winters(x[5m], 0.5, 0.5)").is_ok(), "Prometheus 2's name is known");
         assert!(parse_expr("x offset 1e60s").is_err(), "an out-of-range duration is refused, not a panic");
         assert!(is_stale(f64::from_bits(STALE_NAN_BITS)) && !is_stale(f64::NAN));
+    }
+
+    #[test]
+    fn longest_range_reads_through_every_node() {
+        let range = |q: &str| longest_range(&parse(q).unwrap()).as_secs();
+        assert_eq!(range("up"), 0);
+        assert_eq!(range("rate(x[1m])"), 60);
+        assert_eq!(range("sum by (h) (rate(x[1m])) / -(increase(y[5m]) + 1)"), 300);
+        assert_eq!(range("max_over_time(rate(x[2m])[10m:1m])"), 720);
+        assert_eq!(range("quantile(0.9, avg_over_time(x[3m]))"), 180);
     }
 }

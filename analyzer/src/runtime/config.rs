@@ -144,6 +144,9 @@ pub struct Rule {
     pub name: String,
     pub query: String,
     pub interval: Duration,
+    /// The query's longest range window: a new series' values younger than this are not learned
+    /// from, as they are computed over a partial window where engines extrapolate differently.
+    pub settle: Duration,
     /// Univariate detectors by registry name, in the order given.
     pub univariate: Vec<String>,
     pub params: BTreeMap<String, toml::Value>,
@@ -252,9 +255,10 @@ fn validate_rule(r: &RuleConfig, at: &str, interval: Duration) -> Result<Rule, C
     if r.query.trim().is_empty() {
         return Err(err(format!("{at}.query"), "is empty"));
     }
-    if let Err(e) = argus_store_api::promql::parse_expr(&r.query) {
-        return Err(err(format!("{at}.query"), format!("not valid PromQL: {e}")));
-    }
+    let settle = match argus_store_api::promql::parse_expr(&r.query) {
+        Ok(expr) => argus_store_api::promql::longest_range(&expr),
+        Err(e) => return Err(err(format!("{at}.query"), format!("not valid PromQL: {e}"))),
+    };
     if r.detectors.is_empty() {
         return Err(err(format!("{at}.detectors"), "names no detector"));
     }
@@ -309,6 +313,7 @@ fn validate_rule(r: &RuleConfig, at: &str, interval: Duration) -> Result<Rule, C
         name: r.name.clone(),
         query: r.query.clone(),
         interval: duration(&format!("{at}.interval"), &r.interval, interval)?,
+        settle,
         univariate,
         params: r.params.clone(),
         peer,

@@ -150,6 +150,7 @@ pub fn load(dir: &Path, rule: &Rule) -> Option<(Option<i64>, HashMap<Labels, Tra
                         detectors,
                         window: VecDeque::from(s.window),
                         last_seen: s.last_seen,
+                        settled_from: Some(i64::MIN),
                         anomalous_steps: s.anomalous_steps,
                         normal_steps: s.normal_steps,
                         firing: s.firing,
