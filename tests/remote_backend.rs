@@ -16,7 +16,7 @@ mod server;
 #[allow(dead_code)]
 mod peers;
 
-use argus_model::{Labels, MatchOp, Matcher, Sample};
+use argus_model::{Labels, MatchOp, Matcher, Sample, Shard};
 use argus_store::backend::{
     self, BackendError, Embedded, Flavour, InfluxSpec, QueryValue, RemoteOptions, RemoteSpec, Secret, StoreBackend,
     WriteProtocol,
@@ -394,6 +394,47 @@ fn our_server_answers_as_embedded_and_checks_the_token() {
     let b = prometheus_backend(&rt, spec("tok"));
     rt.block_on(b.write(gpu_series(t0))).expect("remote write to argus");
     assert_answers(&rt, b.as_ref(), t0, &want);
+
+    // A shard's range query is answered with that shard's series only, by the server itself: the
+    // shards' answers partition the whole answer, and a raw request carries only the owned series.
+    let (start, end, q) = (t0, t0 + 5 * STEP, "gpu_util or gpu_memory_used_bytes");
+    let by = ["host".to_string(), "gpu".to_string()];
+    let QueryValue::Matrix(all) = rt.block_on(b.query_range(q, start, end, STEP)).unwrap() else { panic!("matrix") };
+    let mut union = Vec::new();
+    for i in 0..2 {
+        let shard = Shard::new(i, 2).unwrap();
+        let QueryValue::Matrix(mine) = rt.block_on(b.query_range_shard(q, start, end, STEP, shard, &by)).unwrap()
+        else {
+            panic!("matrix")
+        };
+        let owned: Vec<&Series> = all.iter().filter(|s| shard.owns_series(&s.labels, &by)).collect();
+        assert!(!owned.is_empty() && owned.len() < all.len(), "the test's series split over both shards");
+        assert_eq!(mine.iter().collect::<Vec<_>>(), owned, "shard {shard}");
+        let path = format!(
+            "/api/v1/query_range?query={}&start={}&end={}&step=10&argus_shard={shard}&argus_shard_by=host,gpu",
+            server::enc(q),
+            server::secs(start),
+            server::secs(end)
+        );
+        let raw = srv.get_with(&path, &[("Authorization", "Bearer tok")]);
+        assert_eq!(server::matrix(&raw.success_data()).len(), owned.len(), "{}", raw.body);
+        union.extend(mine);
+    }
+    union.sort_by(|a, b| a.labels.cmp(&b.labels));
+    assert_eq!(union, all);
+    for (params, complaint) in [
+        ("argus_shard=2/2", "invalid parameter \"argus_shard\""),
+        ("argus_shard_by=host", "given without argus_shard"),
+        ("argus_shard=0/2&argus_shard_by=host,1x", "\"1x\" is not a label name"),
+    ] {
+        let r = srv.get_with(
+            &format!("/api/v1/query_range?query=up&start=0&end=10&step=10&{params}"),
+            &[("Authorization", "Bearer tok")],
+        );
+        assert_eq!(r.status, 400, "{params}: {}", r.body);
+        let error: serde_json::Value = serde_json::from_str(&r.body).expect("a JSON error");
+        assert!(error["error"].as_str().is_some_and(|e| e.contains(complaint)), "{params}: {}", r.body);
+    }
 }
 
 // === InfluxDB 2 ===

@@ -2,6 +2,7 @@
 
 use crate::time::Timestamp;
 use argus_model::Labels;
+pub(crate) use argus_model::valid_label_name;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -159,13 +160,6 @@ impl PostableAlert {
             timeout,
         })
     }
-}
-
-/// A Prometheus label name: `[a-zA-Z_][a-zA-Z0-9_]*`.
-pub(crate) fn valid_label_name(n: &str) -> bool {
-    let mut c = n.chars();
-    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
-        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
 #[cfg(test)]

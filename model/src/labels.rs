@@ -138,6 +138,12 @@ fn hash_bytes(mut h: u64, b: &[u8]) -> u64 {
     (h.rotate_left(5) ^ b.len() as u64).wrapping_mul(K)
 }
 
+/// Whether `s` is a label name as PromQL writes it unquoted: `[a-zA-Z_][a-zA-Z0-9_]*`.
+pub fn valid_label_name(s: &str) -> bool {
+    let mut b = s.bytes();
+    b.next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_') && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
 impl fmt::Display for Labels {
     /// Prometheus notation: `name{a="1", b="2"}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -12,7 +12,7 @@ pub mod secret;
 pub mod shard;
 
 pub use event::Event;
-pub use labels::{Label, Labels, METRIC_NAME};
+pub use labels::{Label, Labels, METRIC_NAME, valid_label_name};
 pub use matcher::{MatchOp, Matcher, MatcherError};
 pub use sample::Sample;
 pub use secret::Secret;

@@ -58,9 +58,18 @@ impl Prometheus {
         end: i64,
         step: i64,
         keep: api::Keep<'_>,
+        shard: Option<(Shard, &[String])>,
     ) -> Result<QueryValue, BackendError> {
         let (start, end, step) = (api::secs(start), api::secs(end), api::secs(step));
-        let form = [("query", query), ("start", &start), ("end", &end), ("step", &step)];
+        let mut form = vec![("query", query), ("start", &start), ("end", &end), ("step", &step)];
+        // Another Argus' store role answers only the shard's series (the parameters are Argus'
+        // extension; other engines ignore parameters they do not know), which saves sending and
+        // reading the other shards' series; `keep` filters again, whichever engine answered.
+        let (shard_text, by_text);
+        if let Some((shard, by)) = shard.filter(|(s, _)| s.count() > 1) {
+            (shard_text, by_text) = (shard.to_string(), by.join(","));
+            form.extend([("argus_shard", shard_text.as_str()), ("argus_shard_by", by_text.as_str())]);
+        }
         let mut v = self.query(&self.opts.range_url, &form, keep).await?;
         // Prometheus sorts matrices by labels; not every engine does.
         if let QueryValue::Matrix(m) = &mut v {
@@ -166,7 +175,7 @@ impl StoreBackend for Prometheus {
         end: i64,
         step: i64,
     ) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
-        Box::pin(self.range(query, start, end, step, None))
+        Box::pin(self.range(query, start, end, step, None, None))
     }
 
     /// Builds only the shard's series from the answer: the other shards' are read past, so a shard's
@@ -182,7 +191,7 @@ impl StoreBackend for Prometheus {
     ) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
         Box::pin(async move {
             let keep = |m: &api::Pairs| shard.owns_by(by, |name| m.get(name));
-            self.range(query, start, end, step, Some(&keep)).await
+            self.range(query, start, end, step, Some(&keep), Some((shard, by))).await
         })
     }
 }

@@ -65,6 +65,25 @@ fn query_limits(state: &State, p: &Params) -> Result<QueryLimits, Response> {
     Ok(limits)
 }
 
+/// The share of a range query's series the caller wants: Argus' `argus_shard=I/N` and
+/// `argus_shard_by=l1,l2` (the labels whose values are hashed, as `--shard` splits the analyzer's work).
+/// Absent: every series.
+fn shard_param(p: &Params) -> Result<Option<(argus_model::Shard, Vec<String>)>, Response> {
+    let Some(s) = p.get("argus_shard").filter(|s| !s.is_empty()) else {
+        return match p.get("argus_shard_by").filter(|s| !s.is_empty()) {
+            Some(_) => Err(bad("invalid parameter \"argus_shard_by\": given without argus_shard".into())),
+            None => Ok(None),
+        };
+    };
+    let shard = argus_model::Shard::parse(s).map_err(|e| bad(format!("invalid parameter \"argus_shard\": {e}")))?;
+    let by: Vec<String> =
+        p.get("argus_shard_by").unwrap_or("").split(',').filter(|l| !l.is_empty()).map(String::from).collect();
+    if let Some(l) = by.iter().find(|l| !argus_model::valid_label_name(l)) {
+        return Err(bad(format!("invalid parameter \"argus_shard_by\": {l:?} is not a label name")));
+    }
+    Ok(Some((shard, by)))
+}
+
 fn query_text(p: &Params) -> Result<String, Response> {
     match p.get("query") {
         Some(q) => Ok(q.to_string()),
@@ -110,12 +129,14 @@ pub async fn instant(S(state): S<Arc<State>>, p: Params) -> Response {
         ("start" = String, Query, description = "Start: Unix seconds or RFC 3339", example = "1700000000"),
         ("end" = String, Query, description = "End: Unix seconds or RFC 3339", example = "1700000600"),
         ("step" = String, Query, description = "Resolution: seconds or a Prometheus duration; at most 11,000 steps", example = "15s"),
-        ("timeout" = Option<String>, Query, description = "Lowers the server's query timeout for this query: seconds or a Prometheus duration", example = "30s")),
+        ("timeout" = Option<String>, Query, description = "Lowers the server's query timeout for this query: seconds or a Prometheus duration", example = "30s"),
+        ("argus_shard" = Option<String>, Query, description = "Argus' extension: answer only the series share I of N owns (`I/N`, 0-based), as `--shard I/N` splits the analyzer's work", example = "0/2"),
+        ("argus_shard_by" = Option<String>, Query, description = "With argus_shard: the labels whose values decide the share, comma-separated (absent labels count as empty)", example = "cluster,host")),
     responses((status = 200, description = "A matrix", body = QueryAnswer), QueryErrors))]
 pub async fn range(S(state): S<Arc<State>>, p: Params) -> Response {
-    let (query, limits) = match (query_text(&p), query_limits(&state, &p)) {
-        (Ok(q), Ok(l)) => (q, l),
-        (Err(r), _) | (_, Err(r)) => return r,
+    let (query, limits, shard) = match (query_text(&p), query_limits(&state, &p), shard_param(&p)) {
+        (Ok(q), Ok(l), Ok(s)) => (q, l, s),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
     };
     let (start, end) = match (p.get("start"), p.get("end")) {
         (Some(s), Some(e)) => match (parse_time(s), parse_time(e)) {
@@ -135,7 +156,12 @@ pub async fn range(S(state): S<Arc<State>>, p: Params) -> Response {
         return query_error(e);
     }
     blocking(move || match query::range(&state.db, &query, start, end, step, &limits) {
-        Ok(v) => value_owned(v),
+        Ok(mut v) => {
+            if let (Some((shard, by)), query::Value::Matrix(m)) = (&shard, &mut v) {
+                m.retain(|(labels, _)| shard.owns_series(labels, by));
+            }
+            value_owned(v)
+        }
         Err(e) => query_error(e),
     })
     .await

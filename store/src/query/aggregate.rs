@@ -163,7 +163,7 @@ impl Ev<'_> {
 
     /// `count_values`: groups also by the value, written as a label.
     fn count_values(&self, label: &str, g: &Grouping, rows: Vec<Row>) -> Result<Vec<Row>, QueryError> {
-        if !valid_label_name(label) {
+        if !argus_model::valid_label_name(label) {
             return Err(QueryError::Execution(format!("invalid label name {label:?}")));
         }
         let mut names = g.names.to_vec();
@@ -308,12 +308,6 @@ fn heap_pop(h: &mut Vec<(f64, usize)>, less: &impl Fn(f64, f64) -> bool) {
         i = j;
     }
     h.pop();
-}
-
-pub fn valid_label_name(s: &str) -> bool {
-    let mut c = s.chars();
-    matches!(c.next(), Some(x) if x == '_' || x.is_ascii_alphabetic())
-        && c.all(|x| x == '_' || x.is_ascii_alphanumeric())
 }
 
 /// Adds value `v` to a group's state at one step, with Prometheus 2's arithmetic for `op`.

@@ -2,8 +2,8 @@
 //! `histogram_quantile`, `absent`, date functions, …) and the dispatch of every call.
 
 use super::QueryError;
-use super::aggregate::valid_label_name;
 use super::eval::{Ev, Out, Row, Val, drop_name, unparen};
+use argus_model::valid_label_name;
 use argus_model::{Labels, METRIC_NAME, MatchOp};
 use promql_parser::parser::{Call, Expr};
 use std::collections::HashMap;

@@ -169,7 +169,7 @@ pub(super) fn selector(matchers: &[Matcher]) -> Result<String, BackendError> {
     }
     let mut out = String::from("{");
     for (i, m) in matchers.iter().enumerate() {
-        if !is_label_name(&m.name) {
+        if !argus_model::valid_label_name(&m.name) {
             return Err(BackendError::BadQuery(format!("label name {:?} cannot be written in promql", m.name)));
         }
         if i > 0 {
@@ -186,12 +186,6 @@ pub(super) fn selector(matchers: &[Matcher]) -> Result<String, BackendError> {
     }
     out.push('}');
     Ok(out)
-}
-
-/// `[a-zA-Z_][a-zA-Z0-9_]*`, what every engine's PromQL accepts unquoted.
-fn is_label_name(s: &str) -> bool {
-    let mut b = s.bytes();
-    b.next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_') && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 /// A double-quoted PromQL string (Go's escapes), so any value, regexes included, survives as written.
