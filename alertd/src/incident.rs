@@ -49,7 +49,7 @@ pub fn default_causes() -> Vec<CauseRule> {
     vec![
         alertname_re("node_down", "(?i).*(host|node|instance|machine).*(down|unreachable|notready|lost).*"),
         alertname_re("link_down", "(?i).*(nic|link|ib|infiniband|rdma|network|port).*(down|flap|lost|error).*"),
-        alertname_re("gpu_fault", "(?i).*(xid|ecc|rowremap|gpu.*(lost|fallen|error|fault)).*"),
+        alertname_re("gpu_fault", "(?i).*(xid|ecc|rowremap|gpu.*(lost|fallen|missing|error|fault)).*"),
         alertname_re("nccl_timeout", "(?i).*nccl.*"),
         alertname_re("job_stall", "(?i).*(stall|hang|stuck|noprogress|progress).*"),
         alertname_re("utilization_anomaly", ".+"),

@@ -1,10 +1,11 @@
 //! Remediation of GPU faults (`scheduler_configs[].remediation`, off unless enabled, per target):
-//! for a firing alert that is a GPU fault — Xid 48 or 79, uncorrectable ECC errors, a failed row
-//! remap — the node it names is taken out of scheduling: a Kubernetes taint or node condition, a
-//! Slurm drain. It is an integration of its own (`<receiver>/remediation/<i>`) so the route decides
-//! which alerts reach it and the outbox retries it like a send. Each action on a fault is carried out
-//! once: a ledger (alertd's notification history) keeps what was done, with its outcome, and a fault
-//! already handled is skipped even when its group is notified again.
+//! for a firing alert that is a GPU fault — a hardware-class Xid, uncorrectable ECC errors, a failed
+//! row remap, a GPU missing from the bus, a fatal NVSwitch error — the node it names is taken out of
+//! scheduling: a Kubernetes taint or node condition, a Slurm drain. It is an integration of its own
+//! (`<receiver>/remediation/<i>`) so the route decides which alerts reach it and the outbox retries it
+//! like a send. Each action on a fault is carried out once: a ledger (alertd's notification history)
+//! keeps what was done, with its outcome, and a fault already handled is skipped even when its group is
+//! notified again.
 
 pub mod kubernetes;
 pub mod slurm;
@@ -26,7 +27,8 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fault {
     pub node: String,
-    /// `xid-48`, `xid-79`, `ecc-uncorrectable` or `row-remap-failure`.
+    /// `xid-<code>` (a hardware Xid), `ecc-uncorrectable`, `row-remap-failure`, `gpu-missing` or
+    /// `sxid-<code>` (a fatal NVSwitch error).
     pub reason: String,
     pub alertname: String,
     pub fingerprint: String,
@@ -55,18 +57,33 @@ pub struct Request {
     pub faults: Vec<Fault>,
 }
 
-/// Which GPU fault an alert is, by the labels of config/rules/gpu.yml: `GpuXid` with `code` 48 (double
-/// bit ECC) or 79 (fallen off the bus), `GpuEccUncorrectable`, `GpuRowRemapFailed`.
+/// Which GPU fault an alert is, by the names and labels of the default rules (config/rules/defaults.yml):
+/// `GpuXidHardware` (every hardware-class Xid, its code in `xid`), `GpuEccUncorrectable`,
+/// `GpuRowRemapFailed`, `GpuMissing` and `NvSwitchSxidFatal` (its code in `sxid`). Application Xids
+/// (`GpuXidApplication`) are the job's fault, not the node's, and `GpuXidOther` is not known to be
+/// either: neither takes a node out. The older example rules' `GpuXid` with `code` 48 (double-bit ECC)
+/// or 79 (fallen off the bus) is still one, so rule files written for it keep working.
+///
+/// A code that is not a number is no fault: it would end up in a taint value and a Slurm reason.
 pub fn fault_reason(labels: &Kv) -> Option<String> {
-    match labels.get("alertname").map(String::as_str)? {
-        "GpuXid" => match labels.get("code").map(String::as_str) {
+    let label = |name: &str| labels.get(name).map(String::as_str);
+    match label("alertname")? {
+        "GpuXidHardware" => Some(format!("xid-{}", code(label("xid")?)?)),
+        "GpuXid" => match label("code") {
             Some(c @ ("48" | "79")) => Some(format!("xid-{c}")),
             _ => None,
         },
         "GpuEccUncorrectable" => Some("ecc-uncorrectable".into()),
         "GpuRowRemapFailed" => Some("row-remap-failure".into()),
+        "GpuMissing" => Some("gpu-missing".into()),
+        "NvSwitchSxidFatal" => Some(format!("sxid-{}", code(label("sxid")?)?)),
         _ => None,
     }
+}
+
+/// An Xid or SXid code: up to six decimal digits (SXids run to five).
+fn code(s: &str) -> Option<&str> {
+    (!s.is_empty() && s.len() <= 6 && s.bytes().all(|b| b.is_ascii_digit())).then_some(s)
 }
 
 /// The node an alert names: `label` when configured, else `node`, `host`, or `instance` without its

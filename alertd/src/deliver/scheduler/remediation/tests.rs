@@ -23,9 +23,27 @@ type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, Option<(&'a str, &'a
 #[test]
 fn faults_and_nodes() {
     let cases: &[Case] = &[
+        // The default rules: every hardware Xid, by its code in `xid`.
+        (&[("alertname", "GpuXidHardware"), ("xid", "79"), ("host", "gpu-7")], None, Some(("xid-79", "gpu-7"))),
+        (&[("alertname", "GpuXidHardware"), ("xid", "95"), ("host", "gpu-7")], None, Some(("xid-95", "gpu-7"))),
+        (&[("alertname", "GpuXidHardware"), ("xid", "119"), ("node", "n1")], None, Some(("xid-119", "n1"))),
+        (&[("alertname", "GpuXidHardware"), ("host", "gpu-7")], None, None),
+        (&[("alertname", "GpuXidHardware"), ("xid", "79; reboot"), ("host", "gpu-7")], None, None),
+        // Application Xids are the job's, and unclassified ones nobody's yet: never remediated.
+        (&[("alertname", "GpuXidApplication"), ("xid", "13"), ("host", "gpu-7")], None, None),
+        (&[("alertname", "GpuXidOther"), ("xid", "999"), ("host", "gpu-7")], None, None),
+        (&[("alertname", "GpuMissing"), ("host", "gpu-7")], None, Some(("gpu-missing", "gpu-7"))),
+        (
+            &[("alertname", "NvSwitchSxidFatal"), ("sxid", "20034"), ("host", "gpu-7")],
+            None,
+            Some(("sxid-20034", "gpu-7")),
+        ),
+        (&[("alertname", "NvSwitchSxidFatal"), ("host", "gpu-7")], None, None),
+        // The older example rules' `GpuXid`, code 48 or 79 only.
         (&[("alertname", "GpuXid"), ("code", "79"), ("host", "gpu-7")], None, Some(("xid-79", "gpu-7"))),
         (&[("alertname", "GpuXid"), ("code", "48"), ("node", "n1"), ("host", "h")], None, Some(("xid-48", "n1"))),
         (&[("alertname", "GpuXid"), ("code", "13"), ("host", "gpu-7")], None, None),
+        (&[("alertname", "GpuXid"), ("code", "95"), ("host", "gpu-7")], None, None),
         (
             &[("alertname", "GpuEccUncorrectable"), ("instance", "10.0.0.7:9400")],
             None,
@@ -56,7 +74,8 @@ fn fault_notification(previous: i64) -> Notification {
     );
     n.previous = Some(Timestamp::from_millis(previous));
     n.receiver = "sched".into();
-    n.message.alerts[0].labels = kv(&[("alertname", "GpuXid"), ("code", "79"), ("host", "gpu-node-07")]);
+    n.message.alerts[0].labels =
+        kv(&[("alertname", "GpuXidHardware"), ("xid", "79"), ("class", "hardware"), ("host", "gpu-node-07")]);
     n.message.alerts[0].starts_at = Timestamp::from_millis(1_699_999_000_000);
     n.message.alerts[1].labels = kv(&[("alertname", "GpuEccUncorrectable"), ("host", "gpu-node-08")]);
     n
@@ -226,7 +245,7 @@ async fn kubernetes_condition_is_a_strategic_merge_of_the_status() {
         (&cond["type"], &cond["status"], &cond["reason"]),
         (&json!("ArgusGPUFault"), &json!("True"), &json!("Xid79"))
     );
-    assert!(cond["message"].as_str().unwrap().starts_with("argus: xid-79 (GpuXid)"), "{cond}");
+    assert!(cond["message"].as_str().unwrap().starts_with("argus: xid-79 (GpuXidHardware)"), "{cond}");
 }
 
 #[tokio::test]
@@ -288,12 +307,15 @@ async fn slurm_drains_with_the_exact_command_line() {
     };
     r.send(&r.render(&fault_notification(1)).unwrap(), "k").await.unwrap();
     let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
-    assert_eq!(args, "update\nNodeName=gpu-node-07\nState=DRAIN\nReason=argus: xid-79 (GpuXid)\n");
+    assert_eq!(args, "update\nNodeName=gpu-node-07\nState=DRAIN\nReason=argus: xid-79 (GpuXidHardware)\n");
     let a = ledger.actions();
     assert_eq!(a[0].outcome, "remediated");
     assert_eq!(
         a[0].request,
-        format!("{} update NodeName=gpu-node-07 State=DRAIN Reason=\"argus: xid-79 (GpuXid)\"", scontrol.display())
+        format!(
+            "{} update NodeName=gpu-node-07 State=DRAIN Reason=\"argus: xid-79 (GpuXidHardware)\"",
+            scontrol.display()
+        )
     );
 
     let mut n = fault_notification(2);
