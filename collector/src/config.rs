@@ -19,8 +19,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod attribution;
 mod valid;
 
+pub use attribution::{AttributionConfig, AttributionSettings, Families, Kubernetes, SlurmSettings};
 pub use valid::{
     DiskSettings, EventsSettings, GpuBackendKind, GpuSettings, NetSettings, ReplaySettings, ScrapeSettings,
     ScrapeTarget, SinkFormat, TrainingLog, TrainingSettings, Valid, ValidSink, ValidSource,
@@ -86,6 +88,14 @@ pub struct GpuConfig {
     /// Where `NVRM: Xid` lines are read from: `/dev/kmsg` (default) or a log file such as
     /// `/var/log/kern.log`. An empty string turns the kernel log off.
     pub kernel_log: Option<PathBuf>,
+    /// GPUs this node should have, for `gpu_expected_count` when some are missing from the PCI bus
+    /// too; the GPUs the bus shows and those NVML has listed are expected anyway.
+    pub expected_gpus: Option<u32>,
+    /// A co-located dcgm-exporter's page (`http://127.0.0.1:9400/metrics`), read for the profiling
+    /// fields NVML has no GPM for (before Hopper), and for every reading where NVML cannot be used.
+    pub dcgm_exporter_url: Option<String>,
+    /// `[collector.gpu.attribution]`: pod, container and Slurm job labels on per-GPU series.
+    pub attribution: Option<AttributionConfig>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

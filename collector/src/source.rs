@@ -106,7 +106,12 @@ pub fn build(cfg: &Valid) -> Vec<Scheduled> {
     let mut out = Vec::new();
     let mut add = |source: Box<dyn Source>, interval, timeout| out.push(Scheduled { source, interval, timeout });
     if let Some(s) = &cfg.gpu {
-        add(Box::new(gpu::Gpu::build(&s.settings, s.timeout, &cfg.procfs_root, &cfg.labels)), s.interval, s.timeout);
+        let attribution = cfg.gpu_attribution.as_ref();
+        add(
+            Box::new(gpu::Gpu::build(&s.settings, s.timeout, &cfg.procfs_root, &cfg.labels, attribution)),
+            s.interval,
+            s.timeout,
+        );
     }
     if let Some(s) = &cfg.host {
         add(Box::new(host::Host::new(&cfg.procfs_root)), s.interval, s.timeout);

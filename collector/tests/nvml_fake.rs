@@ -22,16 +22,19 @@ use std::time::{Duration, Instant};
 const CHILD: &str = "ARGUS_NVML_FAKE_TEST_LIBRARY";
 const SCENARIO: &str = "ARGUS_FAKE_NVML_SCENARIO";
 
-/// What the NVML backend does not read yet (see the note at the top of nvml.rs), so a JSON fixture's
-/// figures for them have no NVML counterpart.
-const NOT_READ: &[&str] = &[
-    "gpu_memory_temperature_celsius",
-    "gpu_nvlink_transmit_bytes_total",
-    "gpu_nvlink_receive_bytes_total",
+/// The series NVML's GPM gives, which need two collections.
+const GPM: &[&str] = &[
     "gpu_sm_activity_ratio",
     "gpu_sm_occupancy_ratio",
     "gpu_tensor_activity_ratio",
     "gpu_dram_activity_ratio",
+    "gpu_fp64_activity_ratio",
+    "gpu_fp32_activity_ratio",
+    "gpu_fp16_activity_ratio",
+    "gpu_gpm_pcie_transmit_bytes_per_second",
+    "gpu_gpm_pcie_receive_bytes_per_second",
+    "gpu_gpm_nvlink_transmit_bytes_per_second",
+    "gpu_gpm_nvlink_receive_bytes_per_second",
 ];
 
 fn fixture(rel: &str) -> PathBuf {
@@ -46,27 +49,21 @@ fn h100_node_reads_what_the_json_backend_reads_and_xids_come_from_the_event_set(
         "h100_node_reads_what_the_json_backend_reads_and_xids_come_from_the_event_set",
         &fixture("nvml/h100x8.json"),
         |lib| {
-            let mut gpu = gpu_source(lib, "20s");
-            let first = collect(gpu.as_mut()).expect("collection");
-            let text = first.to_exposition();
+            let mut gpu = gpu_source(lib, "20s", "gpu/sys", "dcgm_names = true");
+            let first = collect(gpu.as_mut()).expect("collection").to_exposition();
 
-            // GPUs 0 and 1 are the JSON fixture's: the same series as its golden output, less what NVML
-            // is not asked for. Xid events are compared apart from their text.
-            let golden =
-                std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/gpu-h100.txt"))
-                    .expect("golden gpu-h100.txt");
-            let keep = |l: &&str| !NOT_READ.contains(&metric(l)) && metric(l) != "gpu_xid";
-            let expected: Vec<&str> = golden.lines().filter(keep).collect();
-            let actual: Vec<&str> =
-                text.lines().filter(|l| l.contains(r#"gpu="0""#) || l.contains(r#"gpu="1""#)).filter(keep).collect();
-            assert_eq!(actual, expected, "gpus 0 and 1 differ from the golden output of the JSON backend");
+            // GPM needs a sample from an earlier collection: none the first time.
+            let gpm: Vec<&str> =
+                first.lines().filter(|l| GPM.contains(&metric(l)) || l.starts_with("DCGM_FI_PROF")).collect();
+            assert!(gpm.is_empty(), "GPM readings from a single sample: {gpm:#?}");
 
             // The Xids queued in the scenario arrive through NVML's event set (no kernel log configured).
-            let xids: Vec<&str> = text.lines().filter(|l| metric(l) == "gpu_xid").collect();
+            let xids: Vec<&str> = first.lines().filter(|l| metric(l) == "gpu_xid").collect();
             assert_eq!(xids.len(), 2, "{xids:#?}");
             assert!(
                 xids[0].contains(r#"code="48""#)
                     && xids[0].contains(r#"gpu="1""#)
+                    && xids[0].contains(r#"serial="1654922010498""#)
                     && xids[0].ends_with("\"NVML: Xid 48\"")
             );
             assert!(
@@ -75,37 +72,139 @@ fn h100_node_reads_what_the_json_backend_reads_and_xids_come_from_the_event_set(
                     && xids[1].ends_with("\"NVML: Xid 94\"")
             );
 
-            // All eight GPUs, in index order with the scenario's UUIDs, each with the same readings as GPU 0.
+            // From the second collection on, GPUs 0 and 1 are the JSON fixture's: the same series as its
+            // golden output, GPM and per-process utilization included. Xids are compared above, and
+            // dcgm-exporter's names below.
+            let second = collect(gpu.as_mut()).expect("second collection").to_exposition();
+            let golden =
+                std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/gpu-h100.txt"))
+                    .expect("golden gpu-h100.txt");
+            let keep = |l: &&str| !metric(l).starts_with("gpu_xid") && !metric(l).starts_with("DCGM_");
+            let expected: Vec<&str> = golden.lines().filter(|l| l.contains(r#"gpu=""#)).filter(keep).collect();
+            let actual: Vec<&str> =
+                second.lines().filter(|l| l.contains(r#"gpu="0""#) || l.contains(r#"gpu="1""#)).filter(keep).collect();
+            assert_eq!(actual, expected, "gpus 0 and 1 differ from the golden output of the JSON backend");
+            assert!(second.contains(r#"gpu_xid_errors_total{code="48", gpu="1", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 2"#));
+            assert!(!second.contains("gpu_xid{"), "each Xid is delivered once:\n{second}");
+
+            // All eight GPUs, in index order with the scenario's UUIDs and serials, each with the same
+            // readings as GPU 0 and 18 NVLinks with byte counters.
             let scenario: Value =
                 serde_json::from_str(&std::fs::read_to_string(fixture("nvml/h100x8.json")).unwrap()).unwrap();
             let names_of = |gpu: usize| -> BTreeSet<&str> {
                 let label = format!(r#"gpu="{gpu}""#);
-                // Xids and per-process memory depend on what happens on the GPU, not on what it reads.
-                text.lines()
-                    .filter(|l| l.contains(&label) && !l.starts_with("gpu_xid") && !l.starts_with("gpu_process_memory"))
+                // Xids and per-process series depend on what happens on the GPU, not on what it reads.
+                second
+                    .lines()
+                    .filter(|l| l.contains(&label) && !l.starts_with("gpu_xid") && !l.starts_with("gpu_process_"))
                     .map(metric)
                     .collect()
             };
             let gpu0 = names_of(0);
+            for name in GPM.iter().chain(&["DCGM_FI_PROF_PIPE_FP64_ACTIVE", "DCGM_FI_PROF_NVLINK_TX_BYTES"]) {
+                assert!(gpu0.contains(name), "{name} missing on gpu 0:\n{second}");
+            }
             for (i, d) in scenario["devices"].as_array().unwrap().iter().enumerate() {
                 let uuid = d["uuid"].as_str().unwrap();
+                let serial = d["serial"].as_str().unwrap();
                 let line = format!(
-                    r#"gpu_power_watts{{device="nvidia{i}", gpu="{i}", model="NVIDIA H100 80GB HBM3", uuid="{uuid}"}} "#
+                    r#"gpu_power_watts{{device="nvidia{i}", gpu="{i}", model="NVIDIA H100 80GB HBM3", serial="{serial}", uuid="{uuid}"}} "#
                 );
                 let watts = d["power_usage_milliwatts"].as_f64().unwrap() / 1000.0;
-                assert!(text.contains(&format!("{line}{watts}\n")), "gpu {i}: no {line}{watts}");
+                assert!(second.contains(&format!("{line}{watts}\n")), "gpu {i}: no {line}{watts}");
                 assert_eq!(names_of(i), gpu0, "gpu {i} reads other fields than gpu 0");
+                let label = format!(r#"gpu="{i}""#);
+                let links =
+                    second.lines().filter(|l| l.starts_with("gpu_nvlink_transmit_bytes_total{") && l.contains(&label));
+                assert_eq!(links.count(), 18, "gpu {i}");
+                let kib = d["nvlinks"][17]["throughput_kib"]["data_rx"].as_u64().unwrap();
+                let rx = format!(r#"gpu_nvlink_receive_bytes_total{{device="nvidia{i}", gpu="{i}", link="17", "#);
+                assert!(
+                    second.lines().any(|l| l.starts_with(&rx) && l.ends_with(&format!(" {}", kib * 1024))),
+                    "gpu {i}"
+                );
+                let present = format!(
+                    r#"gpu_present{{device="nvidia{i}", gpu="{i}", model="NVIDIA H100 80GB HBM3", serial="{serial}", uuid="{uuid}"}} 1"#
+                );
+                assert!(second.contains(&present), "{present}");
             }
+            assert_counts(&second, 8, 8);
+            // dcgm-exporter's units: violation time in ns, profiling throughput in bytes/s.
+            assert!(second.contains(r#"DCGM_FI_DEV_POWER_VIOLATION{Hostname="node-7", UUID="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10", device="nvidia0", gpu="0", modelName="NVIDIA H100 80GB HBM3", pci_bus_id="00000000:18:00.0"} 1843250000000"#), "{second}");
+            assert!(second.contains(r#"DCGM_FI_PROF_NVLINK_TX_BYTES{Hostname="node-7", UUID="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10", device="nvidia0", gpu="0", modelName="NVIDIA H100 80GB HBM3", pci_bus_id="00000000:18:00.0"} 193273528320"#), "{second}");
 
-            // Each Xid is delivered once: the counters stay, no new events.
-            let second = collect(gpu.as_mut()).expect("second collection");
-            let text = second.to_exposition();
-            assert!(!text.contains("gpu_xid{"), "{text}");
-            assert!(text.contains(
-                r#"gpu_xid_errors_total{code="48", gpu="1", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 2"#
-            ));
+            // GPM keeps answering: each collection frees the sample it compared against (the library
+            // refuses a third live sample per GPU).
+            for n in 3..=6 {
+                let text = collect(gpu.as_mut()).expect("collection").to_exposition();
+                let sm = text.lines().filter(|l| metric(l) == "gpu_sm_activity_ratio").count();
+                assert_eq!(sm, 8, "collection {n}:\n{text}");
+            }
         },
     );
+}
+
+#[test]
+fn a100_has_no_gpm_and_every_other_reading() {
+    in_own_process("a100_has_no_gpm_and_every_other_reading", &fixture("nvml/a100.json"), |lib| {
+        let mut gpu = gpu_source(lib, "20s", "gpu/no-such-sys", "dcgm_names = true");
+        for n in 1..=2 {
+            let text = collect(gpu.as_mut()).expect("an A100 collects without errors").to_exposition();
+            let names: BTreeSet<&str> = text.lines().map(metric).collect();
+            for absent in GPM.iter().chain(&["DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES"]) {
+                assert!(!names.contains(absent), "collection {n}: {absent} present:\n{text}");
+            }
+            for present in [
+                "gpu_memory_temperature_celsius",
+                "gpu_nvlink_transmit_bytes_total",
+                "gpu_power_violation_seconds_total",
+                "gpu_thermal_violation_seconds_total",
+                "gpu_pcie_link_width_max",
+                "gpu_process_sm_utilization_ratio",
+                "gpu_present",
+                "DCGM_FI_DEV_THERMAL_VIOLATION",
+            ] {
+                assert!(names.contains(present), "collection {n}: {present} missing:\n{text}");
+            }
+            let links = text.lines().filter(|l| metric(l) == "gpu_nvlink_receive_bytes_total").count();
+            assert_eq!(links, 12, "{text}");
+            assert!(text.contains(r#"gpu_process_sm_utilization_ratio{device="nvidia0", gpu="0", job="4242", model="NVIDIA A100-SXM4-80GB", serial="1323621051862", uuid="GPU-072b19bd-4ccf-63cf-6435-cf462aff833d"} 0.81"#), "{text}");
+            assert!(text.contains(r#"gpu_nvlink_transmit_bytes_total{device="nvidia0", gpu="0", link="11", model="NVIDIA A100-SXM4-80GB", serial="1323621051862", slurm_job="4242", uuid="GPU-072b19bd-4ccf-63cf-6435-cf462aff833d"} 3174411264000"#), "{text}");
+        }
+    });
+}
+
+/// The Slurm job whose processes use a GPU labels that GPU's series, on the families
+/// `[collector.gpu.attribution] families` names only: a point's other fields keep their labels. The
+/// per-owner process series keep their own `job` label and get no GPU-level one.
+#[test]
+fn the_slurm_job_using_a_gpu_labels_the_families_asked_for() {
+    in_own_process("the_slurm_job_using_a_gpu_labels_the_families_asked_for", &fixture("nvml/a100.json"), |lib| {
+        let only = "[collector.gpu.attribution]\nkubernetes = false\nscontrol = \"/no/such/scontrol\"\n\
+                    families = [\"gpu_utilization_ratio\", \"gpu_nvlink_*\"]";
+        let mut gpu = gpu_source(lib, "20s", "gpu/no-such-sys", only);
+        let text = collect(gpu.as_mut()).expect("collects").to_exposition();
+        let gpu0 = |l: &&str| l.contains(r#"gpu="0""#);
+        let labelled: BTreeSet<&str> =
+            text.lines().filter(gpu0).filter(|l| l.contains(r#"slurm_job="4242""#)).map(metric).collect();
+        let expected: BTreeSet<&str> = [
+            "gpu_utilization_ratio",
+            "gpu_nvlink_active",
+            "gpu_nvlink_transmit_bytes_total",
+            "gpu_nvlink_receive_bytes_total",
+            "gpu_nvlink_replay_errors_total",
+            "gpu_nvlink_recovery_errors_total",
+            "gpu_nvlink_crc_errors_total",
+        ]
+        .into();
+        assert_eq!(labelled, expected, "{text}");
+        for name in ["gpu_temperature_celsius", "gpu_power_watts", "gpu_process_sm_utilization_ratio"] {
+            assert!(
+                text.lines().filter(gpu0).any(|l| metric(l) == name && !l.contains("slurm_job")),
+                "{name} without the job's label:\n{text}"
+            );
+        }
+    });
 }
 
 // === the JSON backend's fixtures, and recordings of real drivers, through the C library ===
@@ -143,8 +242,12 @@ fn json_fixture_reads_back() {
     in_own_process("json_fixture_reads_back", &scenario, |lib| {
         let fake = Fake::load(&f).unwrap();
         let mut nvml = Nvml::open(lib).expect("nvml over the fake library");
-        let devices = nvml.devices().expect("devices");
+        // GPM readings need a second sample: the first reading has none.
+        let first = nvml.devices().expect("devices");
         let expected: Vec<Device> = fake.devices.iter().map(as_nvml_reads).collect();
+        let without_gpm: Vec<Device> = expected.iter().cloned().map(|d| Device { gpm: None, ..d }).collect();
+        assert_eq!(first, without_gpm, "{}", f.display());
+        let devices = nvml.devices().expect("devices");
         assert_eq!(devices, expected, "{}", f.display());
         let xids: Vec<(Option<u32>, Option<String>, u64)> =
             nvml.xid_events().into_iter().map(|e| (e.gpu, e.pci_bus_id, e.code)).collect();
@@ -154,16 +257,10 @@ fn json_fixture_reads_back() {
     });
 }
 
-/// A fixture device as the NVML backend reads it: without the readings it does not ask for, and with
-/// MIG instances numbered by their index (nvml-wrapper has no call for their instance ids).
+/// A fixture device as the NVML backend reads it: with MIG instances numbered by their index
+/// (nvml-wrapper has no call for their instance ids).
 fn as_nvml_reads(d: &Device) -> Device {
     let mut d = d.clone();
-    d.memory_temperature_celsius = None;
-    d.gpm = None;
-    for l in &mut d.nvlinks {
-        l.tx_bytes_total = None;
-        l.rx_bytes_total = None;
-    }
     for (i, m) in d.mig_instances.iter_mut().enumerate() {
         m.gpu_instance_id = i as u32;
         m.compute_instance_id = 0;
@@ -178,7 +275,7 @@ fn scenario_from_fixture(fake: &Fake) -> Value {
         .devices
         .iter()
         .map(|d| {
-            let mut s = json!({"name": d.name, "uuid": d.uuid, "pci_bus_id": d.pci_bus_id});
+            let mut s = json!({"name": d.name, "uuid": d.uuid, "pci_bus_id": d.pci_bus_id, "serial": d.serial});
             let mut set = |k: &str, v: Value| {
                 s[k] = v;
             };
@@ -199,6 +296,15 @@ fn scenario_from_fixture(fake: &Fake) -> Value {
                 set("pcie_throughput_kib_per_second", json!({"tx": tx as u64 / 1024, "rx": rx as u64 / 1024}));
             }
             set("pcie_replay_counter", json!(d.pcie_replay_total));
+            set(
+                "pcie_link",
+                json!({"generation": d.pcie_link_generation, "generation_max": d.pcie_link_generation_max,
+                       "width": d.pcie_link_width, "width_max": d.pcie_link_width_max}),
+            );
+            set(
+                "violation_time_ns",
+                json!({"power": opt(d.power_violation_seconds, 1e9), "thermal": opt(d.thermal_violation_seconds, 1e9)}),
+            );
             set("fan_speeds_percent", json!(d.fan_speed_percent.map(|f| vec![f as u32]).unwrap_or_default()));
             set("performance_state", json!(d.performance_state));
             set("total_ecc_errors", json!(d.ecc));
@@ -209,20 +315,31 @@ fn scenario_from_fixture(fake: &Fake) -> Value {
                     json!({"multiple_single_bit": pages(r.single_bit), "double_bit": pages(r.double_bit), "pending": r.pending}),
                 );
             }
+            let mut fields = serde_json::Map::new();
             if let Some(r) = &d.remapped_rows {
-                set(
-                    "field_values",
-                    json!({"142": r.correctable, "143": r.uncorrectable, "144": u8::from(r.pending), "145": u8::from(r.failed)}),
-                );
+                let flag = |b: bool| json!(u8::from(b));
+                for (id, v) in
+                    [("142", json!(r.correctable)), ("143", json!(r.uncorrectable)), ("144", flag(r.pending)), ("145", flag(r.failed))]
+                {
+                    fields.insert(id.into(), v);
+                }
             }
+            if let Some(t) = d.memory_temperature_celsius {
+                fields.insert("82".into(), json!(t));
+            }
+            set("field_values", Value::Object(fields));
             let links: Vec<Value> = d
                 .nvlinks
                 .iter()
                 .map(|l| {
+                    let throughput = match (l.tx_bytes_total, l.rx_bytes_total) {
+                        (Some(tx), Some(rx)) => json!({"data_tx": tx / 1024, "data_rx": rx / 1024}),
+                        _ => Value::Null,
+                    };
                     json!({"link": l.link, "active": l.active, "errors": {
                         "replay": l.replay_errors_total, "recovery": l.recovery_errors_total,
                         "crc_flit": l.crc_errors_total, "crc_data": l.crc_errors_total.map(|_| 0),
-                    }})
+                    }, "throughput_kib": throughput})
                 })
                 .collect();
             set("nvlinks", json!(links));
@@ -246,6 +363,26 @@ fn scenario_from_fixture(fake: &Fake) -> Value {
                 .map(|p| json!({"pid": p.pid, "used_memory_bytes": p.used_memory_bytes, "gpu_instance_id": p.gpu_instance_id}))
                 .collect();
             set("processes", json!(procs));
+            let busy: Vec<Value> = d
+                .process_utilization
+                .iter()
+                .map(|p| json!({"pid": p.pid, "sm_percent": p.sm_percent.map(|x| x.round() as u32),
+                                "memory_percent": p.memory_percent.map(|x| x.round() as u32)}))
+                .collect();
+            set("process_utilization", json!(busy));
+            if let Some(g) = &d.gpm {
+                // NVML's ids (nvml.h nvmlGpmMetricId_t) and units: percent and MiB/s.
+                let pct = |r: Option<f64>| r.map(|x| (x * 100.0 * 1e6).round() / 1e6);
+                let mib = |b: Option<f64>| b.map(|x| x / 1048576.0);
+                set(
+                    "gpm_metrics",
+                    json!({"2": pct(g.sm_activity_ratio), "3": pct(g.sm_occupancy_ratio), "5": pct(g.tensor_activity_ratio),
+                           "10": pct(g.dram_activity_ratio), "11": pct(g.fp64_activity_ratio), "12": pct(g.fp32_activity_ratio),
+                           "13": pct(g.fp16_activity_ratio), "20": mib(g.pcie_tx_bytes_per_second),
+                           "21": mib(g.pcie_rx_bytes_per_second), "61": mib(g.nvlink_tx_bytes_per_second),
+                           "60": mib(g.nvlink_rx_bytes_per_second)}),
+                );
+            }
             strip_nulls(s)
         })
         .collect();
@@ -273,28 +410,48 @@ fn unsupported_readings_are_left_out_without_failing_the_collection() {
         "unsupported_readings_are_left_out_without_failing_the_collection",
         &fixture("nvml/rtx4090.json"),
         |lib| {
-            let mut gpu = gpu_source(lib, "20s");
+            let mut gpu = gpu_source(lib, "20s", "gpu/sys-workstation", "dcgm_names = true");
+            collect(gpu.as_mut()).expect("first collection");
+            // The second collection would have GPM readings, on a board with GPM.
             let text = collect(gpu.as_mut()).expect("collection").to_exposition();
             let names: BTreeSet<&str> = text.lines().map(metric).collect();
-            for present in
-                ["gpu_fan_speed_ratio", "gpu_power_watts", "gpu_energy_joules_total", "gpu_performance_state"]
-            {
+            for present in [
+                "gpu_fan_speed_ratio",
+                "gpu_power_watts",
+                "gpu_energy_joules_total",
+                "gpu_performance_state",
+                "gpu_pcie_link_generation",
+                "gpu_process_memory_used_bytes",
+            ] {
                 assert!(names.contains(present), "{present} missing:\n{text}");
             }
-            for absent in [
+            let absent = [
                 "gpu_ecc_errors_corrected_total",
                 "gpu_remapped_rows_pending",
                 "gpu_retired_pages_pending",
                 "gpu_pcie_replays_total",
                 "gpu_nvlink_active",
+                "gpu_nvlink_transmit_bytes_total",
                 "gpu_mig_enabled",
+                "gpu_memory_temperature_celsius",
+                "gpu_power_violation_seconds_total",
+                "gpu_thermal_violation_seconds_total",
+                "gpu_process_sm_utilization_ratio",
+                "gpu_process_memory_utilization_ratio",
+                "DCGM_FI_DEV_MEMORY_TEMP",
+                "DCGM_FI_DEV_POWER_VIOLATION",
                 // Event registration is refused: the scenario's Xid never arrives.
                 "gpu_xid",
                 "gpu_xid_errors_total",
-            ] {
+            ];
+            for absent in absent.iter().chain(GPM).chain(&["DCGM_FI_PROF_SM_ACTIVE"]) {
                 assert!(!names.contains(absent), "{absent} present:\n{text}");
             }
+            assert!(!text.contains("serial="), "a GeForce has no serial number:\n{text}");
             assert!(text.contains(r#"gpu_fan_speed_ratio{device="nvidia0", gpu="0", model="NVIDIA GeForce RTX 4090", uuid="GPU-6f8a1c2d-3e4b-4c5d-8e9f-0a1b2c3d4e5f"} 0.37"#), "{text}");
+            // The bus's one GPU (its HDMI audio function is not one) is the one NVML lists.
+            assert!(text.contains(r#"gpu_present{device="nvidia0", gpu="0", model="NVIDIA GeForce RTX 4090", uuid="GPU-6f8a1c2d-3e4b-4c5d-8e9f-0a1b2c3d4e5f"} 1"#), "{text}");
+            assert_counts(&text, 1, 1);
         },
     );
 }
@@ -310,7 +467,7 @@ fn a_lost_gpu_is_left_out_and_the_others_are_read() {
         ]),
     );
     in_own_process("a_lost_gpu_is_left_out_and_the_others_are_read", &scenario, |lib| {
-        let mut gpu = gpu_source(lib, "20s");
+        let mut gpu = gpu_source(lib, "20s", "gpu/sys", "");
         let text = collect(gpu.as_mut()).expect("one lost GPU does not fail the collection").to_exposition();
         let gpus: BTreeSet<&str> = text
             .lines()
@@ -324,6 +481,124 @@ fn a_lost_gpu_is_left_out_and_the_others_are_read() {
             .filter_map(|l| l.split(r#"gpu=""#).nth(1)?.split('"').next())
             .collect();
         assert_eq!(powered, BTreeSet::from(["0", "1", "3", "4", "6", "7"]));
+        // Lost since the start: the bus has it, NVML never named it.
+        assert!(text.contains("gpu_present{pci_bus_id=\"0000:3a:00.0\"} 0\n"), "{text}");
+        assert_counts(&text, 8, 7);
+    });
+}
+
+/// A GPU falling off the bus during the run: NVML stops listing it, and `gpu_present` turns 0 under the
+/// labels it had, so an alert on `gpu_present == 0` fires for the board by its serial number.
+#[test]
+fn a_gpu_that_falls_off_the_bus_is_not_present_under_its_last_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let lost_after = Duration::from_secs(3);
+    let scenario = with_failures(
+        &dir,
+        json!([{"function": "*", "gpu": 3, "return": "GPU_IS_LOST", "after_ms": lost_after.as_millis() as u64}]),
+    );
+    in_own_process("a_gpu_that_falls_off_the_bus_is_not_present_under_its_last_labels", &scenario, |lib| {
+        let before_start = Instant::now();
+        let mut gpu = gpu_source(lib, "20s", "gpu/sys", "");
+        let started = Instant::now();
+        let labels = r#"device="nvidia3", gpu="3", model="NVIDIA H100 80GB HBM3", serial="1654922010503", uuid="GPU-1d3a5c8f-2e4b-4d6c-8f7a-8b9c0d1e2f30""#;
+
+        let text = collect(gpu.as_mut()).expect("collection").to_exposition();
+        assert!(before_start.elapsed() < lost_after, "the first collection came too late to see GPU 3");
+        assert!(text.contains(&format!("gpu_present{{{labels}}} 1\n")), "{text}");
+
+        std::thread::sleep(
+            (started + lost_after + Duration::from_millis(100)).saturating_duration_since(Instant::now()),
+        );
+        let text = collect(gpu.as_mut()).expect("a lost GPU does not fail the collection").to_exposition();
+        assert!(text.contains(&format!("gpu_present{{{labels}}} 0\n")), "{text}");
+        assert!(!text.contains(r#"gpu_power_watts{device="nvidia3""#), "{text}");
+        assert_counts(&text, 8, 7);
+    });
+}
+
+/// One reading a driver refuses (the whole GPM call on one GPU, the serial number on another) leaves
+/// out that reading alone.
+#[test]
+fn a_refused_reading_leaves_out_only_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = with_failures(
+        &dir,
+        json!([
+            {"function": "nvmlGpmMetricsGet", "gpu": 4, "return": "UNKNOWN"},
+            {"function": "nvmlDeviceGetSerial", "gpu": 6, "return": "NOT_SUPPORTED"},
+            {"function": "nvmlDeviceGetViolationStatus", "gpu": 7, "return": "NO_PERMISSION"},
+        ]),
+    );
+    in_own_process("a_refused_reading_leaves_out_only_itself", &scenario, |lib| {
+        let mut gpu = gpu_source(lib, "20s", "gpu/sys", "");
+        collect(gpu.as_mut()).expect("first collection");
+        let text = collect(gpu.as_mut()).expect("refused readings do not fail the collection").to_exposition();
+        let gpus_with = |name: &str| -> BTreeSet<String> {
+            text.lines()
+                .filter(|l| metric(l) == name)
+                .filter_map(|l| Some(l.split(r#"gpu=""#).nth(1)?.split('"').next()?.to_string()))
+                .collect()
+        };
+        let all_but = |gpu: &str| -> BTreeSet<String> { (0..8).map(|i| i.to_string()).filter(|i| i != gpu).collect() };
+        assert_eq!(gpus_with("gpu_sm_activity_ratio"), all_but("4"));
+        assert_eq!(gpus_with("gpu_power_violation_seconds_total"), all_but("7"));
+        assert_eq!(gpus_with("gpu_power_watts").len(), 8);
+        assert!(text.contains(r#"gpu_power_watts{device="nvidia6", gpu="6", model="NVIDIA H100 80GB HBM3", uuid="GPU-4a6d8fbc-5b7e-4a9f-9cad-1e2f30415263"}"#), "{text}");
+    });
+}
+
+/// Per-process utilization is attributed to the process's container, pod or job, summed per owner,
+/// and each sample is read once: the backend asks for the samples taken since the newest it has seen.
+#[test]
+fn process_utilization_is_attributed_per_owner_and_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(fixture("nvml/h100x8.json")).unwrap()).unwrap();
+    // GPU 0's samples were all taken before the collector started; the others' are taken at every call.
+    for p in s["devices"][0]["process_utilization"].as_array_mut().unwrap() {
+        p["timestamp_us"] = json!(1_700_000_000_000_000u64);
+    }
+    // GPU 2 is time-sliced between a Slurm job and an unowned process.
+    s["devices"][2]["process_utilization"] = json!([
+        {"pid": 5120, "sm_percent": 55, "memory_percent": 30},
+        {"pid": 7002, "sm_percent": 35, "memory_percent": 20}
+    ]);
+    let scenario = dir.path().join("scenario.json");
+    std::fs::write(&scenario, s.to_string()).unwrap();
+    in_own_process("process_utilization_is_attributed_per_owner_and_read_once", &scenario, |lib| {
+        let mut gpu = gpu_source(lib, "20s", "gpu/sys", "");
+        let utilization = |text: &str, gpu: &str| -> String {
+            let label = format!(r#"gpu="{gpu}""#);
+            let lines: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("gpu_process_") && l.contains("utilization") && l.contains(&label))
+                .collect();
+            lines.join("\n")
+        };
+        let first = collect(gpu.as_mut()).expect("collection").to_exposition();
+        expect_test::expect![[r#"
+            gpu_process_memory_utilization_ratio{container_id="4c1bd5a1b5f3a7cbd7e2e9c33e2a0a7b0f6d3f6a2e1d5c4b3a29181716151413", device="nvidia0", gpu="0", model="NVIDIA H100 80GB HBM3", pod_uid="0f3c2a1e-8b7d-4c6e-9f1a-2b3c4d5e6f70", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0.49
+            gpu_process_memory_utilization_ratio{device="nvidia0", gpu="0", model="NVIDIA H100 80GB HBM3", pid="6001", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0.01
+            gpu_process_sm_utilization_ratio{container_id="4c1bd5a1b5f3a7cbd7e2e9c33e2a0a7b0f6d3f6a2e1d5c4b3a29181716151413", device="nvidia0", gpu="0", model="NVIDIA H100 80GB HBM3", pod_uid="0f3c2a1e-8b7d-4c6e-9f1a-2b3c4d5e6f70", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0.89
+            gpu_process_sm_utilization_ratio{device="nvidia0", gpu="0", model="NVIDIA H100 80GB HBM3", pid="6001", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0.03"#]]
+        .assert_eq(&utilization(&first, "0"));
+        expect_test::expect![[r#"
+            gpu_process_memory_utilization_ratio{device="nvidia2", gpu="2", job="4242", model="NVIDIA H100 80GB HBM3", serial="1654922010502", uuid="GPU-0c2f4b7e-1d3a-4c5b-9e6f-7a8b9c0d1e2f"} 0.3
+            gpu_process_memory_utilization_ratio{device="nvidia2", gpu="2", model="NVIDIA H100 80GB HBM3", pid="7002", serial="1654922010502", uuid="GPU-0c2f4b7e-1d3a-4c5b-9e6f-7a8b9c0d1e2f"} 0.2
+            gpu_process_sm_utilization_ratio{device="nvidia2", gpu="2", job="4242", model="NVIDIA H100 80GB HBM3", serial="1654922010502", uuid="GPU-0c2f4b7e-1d3a-4c5b-9e6f-7a8b9c0d1e2f"} 0.55
+            gpu_process_sm_utilization_ratio{device="nvidia2", gpu="2", model="NVIDIA H100 80GB HBM3", pid="7002", serial="1654922010502", uuid="GPU-0c2f4b7e-1d3a-4c5b-9e6f-7a8b9c0d1e2f"} 0.35"#]]
+        .assert_eq(&utilization(&first, "2"));
+
+        let second = collect(gpu.as_mut()).expect("collection").to_exposition();
+        assert_eq!(utilization(&second, "0"), "", "GPU 0's samples were read already");
+        assert_eq!(utilization(&second, "2"), utilization(&first, "2"), "new samples every call on GPU 2");
+        // The memory the processes hold is read every time.
+        assert!(
+            second.contains(
+                r#"gpu_process_memory_used_bytes{device="nvidia0", gpu="0", model="NVIDIA H100 80GB HBM3", pid="6001""#
+            ),
+            "{second}"
+        );
     });
 }
 
@@ -343,7 +618,7 @@ fn a_hanging_call_fails_the_collection_at_its_timeout() {
         assert_eq!(devices.len(), 8);
         assert_eq!(devices[5].power_watts, Some(633.0));
 
-        let mut gpu = gpu_source(lib, "1s");
+        let mut gpu = gpu_source(lib, "1s", "gpu/sys", "");
         let started = Instant::now();
         let r = collect(gpu.as_mut());
         let waited = started.elapsed();
@@ -384,14 +659,16 @@ fn nvml_library_must_name_a_file_and_only_with_the_nvml_backend() {
 
 // === helpers ===
 
-/// The gpu source as the agent builds it from a config naming the fake library.
-fn gpu_source(lib: &Path, timeout: &str) -> Box<dyn Source> {
+/// The gpu source as the agent builds it from a config naming the fake library, on a node whose
+/// `/sys` is the fixture tree `sysfs` (under tests/fixtures), with `gpu` added to `[collector.gpu]`.
+fn gpu_source(lib: &Path, timeout: &str, sysfs: &str, gpu: &str) -> Box<dyn Source> {
     let toml = format!(
-        "[collector]\nprocfs_root = {:?}\n[collector.labels]\nhost = \"node-7\"\n\
-         [collector.gpu]\nnvml_library = {lib:?}\nkernel_log = \"\"\ntimeout = {timeout:?}\n\
+        "[collector]\nprocfs_root = {:?}\nsysfs_root = {:?}\n[collector.labels]\nhost = \"node-7\"\n\
+         [collector.gpu]\nnvml_library = {lib:?}\nkernel_log = \"\"\ntimeout = {timeout:?}\n{gpu}\n\
          [collector.host]\nenabled = false\n[collector.disk]\nenabled = false\n\
          [collector.net]\nenabled = false\n[collector.events]\nenabled = false\n",
         fixture("gpu/proc"),
+        fixture(sysfs),
     );
     let valid = Config::parse(&toml, "test.toml").and_then(|c| c.validate("test.toml")).expect("config");
     assert!(matches!(&valid.gpu.as_ref().unwrap().settings.backend, GpuBackendKind::NvmlLibrary(p) if p == lib));
@@ -403,6 +680,12 @@ fn gpu_source(lib: &Path, timeout: &str) -> Box<dyn Source> {
 fn collect(source: &mut dyn Source) -> Result<Batch, SourceError> {
     let mut b = Batch::new();
     source.collect(10_000, &mut b).map(|()| b)
+}
+
+/// Checks the node's `gpu_expected_count` and `gpu_found_count` in exposition `text`.
+fn assert_counts(text: &str, expected: u32, found: u32) {
+    assert!(text.contains(&format!("\ngpu_expected_count{{}} {expected}\n")), "expected {expected}:\n{text}");
+    assert!(text.contains(&format!("\ngpu_found_count{{}} {found}\n")), "found {found}:\n{text}");
 }
 
 /// The metric name of an exposition line.

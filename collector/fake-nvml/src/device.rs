@@ -4,12 +4,7 @@
 use crate::state::{self, INVALID_ARGUMENT, NOT_SUPPORTED, Ret, Target};
 use crate::{SUCCESS, put, put_array, put_str};
 use nvml_wrapper_sys::bindings as nv;
-use std::ffi::{c_char, c_int, c_uint, c_ulonglong};
-
-/// nvml.h's "not available" for a process's memory: `NVML_VALUE_NOT_AVAILABLE` as unsigned.
-const NOT_AVAILABLE: c_ulonglong = nv::NVML_VALUE_NOT_AVAILABLE as c_ulonglong;
-/// nvml.h's "no instance" for a process outside MIG.
-const NO_INSTANCE: c_uint = 0xFFFF_FFFF;
+use std::ffi::{c_char, c_uint, c_ulonglong};
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetIndex(device: nv::nvmlDevice_t, index: *mut c_uint) -> Ret {
@@ -40,6 +35,13 @@ pub unsafe extern "C" fn nvmlDeviceGetUUID(device: nv::nvmlDevice_t, uuid: *mut 
     });
     // SAFETY: `uuid` is null or holds `length` bytes (nvml.h).
     unsafe { put_str(uuid, length, r) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetSerial(device: nv::nvmlDevice_t, serial: *mut c_char, length: c_uint) -> Ret {
+    let r = state::device("nvmlDeviceGetSerial", device, |t, _| t.gpu()?.serial.clone().ok_or(NOT_SUPPORTED));
+    // SAFETY: `serial` is null or holds `length` bytes (nvml.h).
+    unsafe { put_str(serial, length, r) }
 }
 
 #[unsafe(no_mangle)]
@@ -230,6 +232,70 @@ pub unsafe extern "C" fn nvmlDeviceGetPcieReplayCounter(device: nv::nvmlDevice_t
     unsafe { put(value, r) }
 }
 
+/// One of the four PCIe link readings, chosen by `pick`.
+///
+/// # Safety
+/// `out` is null or points to a c_uint.
+unsafe fn pcie_link(
+    function: &str,
+    device: nv::nvmlDevice_t,
+    pick: fn(&crate::scenario::PcieLink) -> Option<u32>,
+    out: *mut c_uint,
+) -> Ret {
+    let r = state::device(function, device, |t, _| pick(&t.gpu()?.pcie_link).ok_or(NOT_SUPPORTED));
+    // SAFETY: `out` is null or points to a c_uint (this function's contract).
+    unsafe { put(out, r) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkGeneration(device: nv::nvmlDevice_t, generation: *mut c_uint) -> Ret {
+    // SAFETY: `generation` is null or points to a c_uint (nvml.h).
+    unsafe { pcie_link("nvmlDeviceGetCurrPcieLinkGeneration", device, |l| l.generation, generation) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkGeneration(device: nv::nvmlDevice_t, generation: *mut c_uint) -> Ret {
+    // SAFETY: `generation` is null or points to a c_uint (nvml.h).
+    unsafe { pcie_link("nvmlDeviceGetMaxPcieLinkGeneration", device, |l| l.generation_max, generation) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkWidth(device: nv::nvmlDevice_t, width: *mut c_uint) -> Ret {
+    // SAFETY: `width` is null or points to a c_uint (nvml.h).
+    unsafe { pcie_link("nvmlDeviceGetCurrPcieLinkWidth", device, |l| l.width, width) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkWidth(device: nv::nvmlDevice_t, width: *mut c_uint) -> Ret {
+    // SAFETY: `width` is null or points to a c_uint (nvml.h).
+    unsafe { pcie_link("nvmlDeviceGetMaxPcieLinkWidth", device, |l| l.width_max, width) }
+}
+
+/// The time the policy held the clocks back (ns), at the time of the call (µs).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetViolationStatus(
+    device: nv::nvmlDevice_t,
+    policy: nv::nvmlPerfPolicyType_t,
+    time: *mut nv::nvmlViolationTime_t,
+) -> Ret {
+    let r = state::device("nvmlDeviceGetViolationStatus", device, |t, _| {
+        let v = &t.gpu()?.violation_time_ns;
+        let ns = match policy {
+            nv::nvmlPerfPolicyType_enum_NVML_PERF_POLICY_POWER => v.power,
+            nv::nvmlPerfPolicyType_enum_NVML_PERF_POLICY_THERMAL => v.thermal,
+            p if p < nv::nvmlPerfPolicyType_enum_NVML_PERF_POLICY_COUNT => None,
+            _ => return Err(INVALID_ARGUMENT),
+        }
+        .ok_or(NOT_SUPPORTED)?;
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        Ok(nv::nvmlViolationTime_t { referenceTime: now_us, violationTime: ns })
+    });
+    // SAFETY: `time` is null or points to an nvmlViolationTime_t (nvml.h).
+    unsafe { put(time, r) }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetFanSpeed_v2(device: nv::nvmlDevice_t, fan: c_uint, speed: *mut c_uint) -> Ret {
     let r = state::device("nvmlDeviceGetFanSpeed_v2", device, |t, _| {
@@ -352,47 +418,6 @@ fn enable_state(on: bool) -> nv::nvmlEnableState_t {
     if on { nv::nvmlEnableState_enum_NVML_FEATURE_ENABLED } else { nv::nvmlEnableState_enum_NVML_FEATURE_DISABLED }
 }
 
-/// Fills each requested field's slot: its value, or `NOT_SUPPORTED` in that slot alone. The scope id
-/// (per-link NVLink fields) is not looked at.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
-    device: nv::nvmlDevice_t,
-    count: c_int,
-    values: *mut nv::nvmlFieldValue_t,
-) -> Ret {
-    let fields = match state::device("nvmlDeviceGetFieldValues", device, |t, _| Ok(t.gpu()?.field_values.clone())) {
-        Ok(f) => f,
-        Err(code) => return code,
-    };
-    let Ok(count) = usize::try_from(count) else { return INVALID_ARGUMENT };
-    if values.is_null() {
-        return INVALID_ARGUMENT;
-    }
-    // SAFETY: `values` is not null and holds `count` initialised elements whose field ids the caller
-    // set (nvml.h).
-    let slots = unsafe { std::slice::from_raw_parts_mut(values, count) };
-    let now_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-    for slot in slots {
-        slot.timestamp = now_us;
-        slot.latencyUsec = 0;
-        let Some(n) = fields.get(&slot.fieldId) else {
-            slot.nvmlReturn = NOT_SUPPORTED;
-            continue;
-        };
-        slot.nvmlReturn = SUCCESS;
-        (slot.valueType, slot.value) = if let Some(u) = n.as_u64() {
-            (nv::nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, nv::nvmlValue_t { ullVal: u })
-        } else if let Some(i) = n.as_i64() {
-            (nv::nvmlValueType_enum_NVML_VALUE_TYPE_SIGNED_LONG_LONG, nv::nvmlValue_t { sllVal: i })
-        } else {
-            (nv::nvmlValueType_enum_NVML_VALUE_TYPE_DOUBLE, nv::nvmlValue_t { dVal: n.as_f64().unwrap_or(f64::NAN) })
-        };
-    }
-    SUCCESS
-}
-
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetNvLinkState(
     device: nv::nvmlDevice_t,
@@ -479,27 +504,4 @@ pub unsafe extern "C" fn nvmlDeviceGetMigDeviceHandleByIndex(
     });
     // SAFETY: `mig_device` is null or points to an nvmlDevice_t (nvml.h).
     unsafe { put(mig_device, r) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
-    device: nv::nvmlDevice_t,
-    count: *mut c_uint,
-    infos: *mut nv::nvmlProcessInfo_t,
-) -> Ret {
-    let r = state::device("nvmlDeviceGetComputeRunningProcesses_v3", device, |t, _| {
-        Ok(t.gpu()?
-            .processes
-            .iter()
-            .map(|p| nv::nvmlProcessInfo_t {
-                pid: p.pid,
-                usedGpuMemory: p.used_memory_bytes.unwrap_or(NOT_AVAILABLE),
-                gpuInstanceId: p.gpu_instance_id.unwrap_or(NO_INSTANCE),
-                computeInstanceId: p.compute_instance_id.unwrap_or(NO_INSTANCE),
-            })
-            .collect())
-    });
-    // SAFETY: `count` is null or points to a c_uint, `infos` is null or holds `*count` elements
-    // (nvml.h).
-    unsafe { put_array(count, infos, r) }
 }

@@ -20,6 +20,9 @@
 
 mod device;
 mod events;
+mod fields;
+mod gpm;
+mod process;
 mod scenario;
 mod state;
 
@@ -43,7 +46,12 @@ pub const EXPORTS: &[&str] = &[
     "nvmlDeviceGetIndex",
     "nvmlDeviceGetName",
     "nvmlDeviceGetUUID",
+    "nvmlDeviceGetSerial",
     "nvmlDeviceGetPciInfo_v3",
+    "nvmlDeviceGetCurrPcieLinkGeneration",
+    "nvmlDeviceGetMaxPcieLinkGeneration",
+    "nvmlDeviceGetCurrPcieLinkWidth",
+    "nvmlDeviceGetMaxPcieLinkWidth",
     "nvmlDeviceGetUtilizationRates",
     "nvmlDeviceGetMemoryInfo_v2",
     "nvmlDeviceGetTemperature",
@@ -57,6 +65,7 @@ pub const EXPORTS: &[&str] = &[
     "nvmlDeviceGetPcieReplayCounter",
     "nvmlDeviceGetFanSpeed_v2",
     "nvmlDeviceGetPerformanceState",
+    "nvmlDeviceGetViolationStatus",
     "nvmlDeviceGetTotalEccErrors",
     "nvmlDeviceGetRetiredPages",
     "nvmlDeviceGetRetiredPages_v2",
@@ -68,6 +77,12 @@ pub const EXPORTS: &[&str] = &[
     "nvmlDeviceGetMaxMigDeviceCount",
     "nvmlDeviceGetMigDeviceHandleByIndex",
     "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetProcessUtilization",
+    "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc",
+    "nvmlGpmSampleGet",
+    "nvmlGpmMetricsGet",
+    "nvmlGpmSampleFree",
     "nvmlEventSetCreate",
     "nvmlDeviceRegisterEvents",
     "nvmlEventSetWait_v2",
@@ -143,6 +158,7 @@ fn error_string(result: Ret) -> &'static CStr {
         nv::nvmlReturn_enum_NVML_ERROR_TIMEOUT => c"Timeout",
         nv::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST => c"GPU is lost",
         nv::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH => c"Argument version mismatch",
+        nv::nvmlReturn_enum_NVML_ERROR_MEMORY => c"Insufficient Memory",
         _ => c"Unknown Error",
     }
 }

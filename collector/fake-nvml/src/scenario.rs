@@ -71,6 +71,54 @@ pub struct Device {
     pub mig: Option<Mig>,
     #[serde(default)]
     pub processes: Vec<Process>,
+    /// The board's serial number; GeForce boards have none.
+    pub serial: Option<String>,
+    #[serde(default)]
+    pub pcie_link: PcieLink,
+    /// `nvmlDeviceGetViolationStatus` by policy, in nanoseconds since the driver loaded.
+    #[serde(default)]
+    pub violation_time_ns: ViolationTime,
+    /// GPM metric values by `NVML_GPM_METRIC_*` id, e.g. `"2"` for `NVML_GPM_METRIC_SM_UTIL`. Present
+    /// (even empty): the GPU supports GPM (Hopper and later); an id not listed answers `NOT_SUPPORTED`
+    /// in its own slot.
+    pub gpm_metrics: Option<BTreeMap<u32, f64>>,
+    /// `nvmlDeviceGetProcessUtilization`'s samples; `[]`: supported, no process busy (`NOT_FOUND`).
+    pub process_utilization: Option<Vec<ProcessUtilization>>,
+}
+
+/// `nvmlDeviceGetCurrPcieLinkGeneration`, `…CurrPcieLinkWidth`, `…MaxPcieLinkGeneration`,
+/// `…MaxPcieLinkWidth`; each one left out answers `NOT_SUPPORTED`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcieLink {
+    pub generation: Option<u32>,
+    pub generation_max: Option<u32>,
+    pub width: Option<u32>,
+    pub width_max: Option<u32>,
+}
+
+/// Time held back by each performance policy; the policies not listed answer `NOT_SUPPORTED`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViolationTime {
+    pub power: Option<u64>,
+    pub thermal: Option<u64>,
+}
+
+/// One process's utilization sample.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessUtilization {
+    pub pid: u32,
+    pub sm_percent: u32,
+    pub memory_percent: u32,
+    #[serde(default)]
+    pub encoder_percent: u32,
+    #[serde(default)]
+    pub decoder_percent: u32,
+    /// When the sample was taken (CPU time, µs since the Unix epoch); default the time of the call, so
+    /// every call has a sample newer than the last one's.
+    pub timestamp_us: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -134,6 +182,17 @@ pub struct NvLink {
     pub active: bool,
     #[serde(default)]
     pub errors: NvLinkErrors,
+    /// The link's data counters (`NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX`/`_RX` with the link as scope
+    /// id); left out: `NOT_SUPPORTED` in those slots.
+    pub throughput_kib: Option<NvLinkThroughput>,
+}
+
+/// KiB of payload since the driver loaded, as NVML counts them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvLinkThroughput {
+    pub data_tx: u64,
+    pub data_rx: u64,
 }
 
 /// `nvmlDeviceGetNvLinkErrorCounter` per counter; one left out answers `NOT_SUPPORTED`.
@@ -196,7 +255,8 @@ pub struct XidEvent {
 /// A call that fails or hangs. `function` is an exported name or `"*"` (every call); `gpu` limits it
 /// to one GPU (and that GPU's MIG devices), and also covers `nvmlDeviceGetHandleByIndex_v2` for that
 /// index. The call sleeps `hang_ms` first, then answers `return`, or its reading when `return` is unset;
-/// `times` limits the rule to that many matching calls (default: all of them).
+/// `times` limits the rule to that many matching calls (default: all of them); `after_ms` holds the
+/// rule back until that long after `nvmlInit` (a GPU that falls off the bus during the run).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Failure {
@@ -209,6 +269,8 @@ pub struct Failure {
     pub hang_ms: Option<u64>,
     #[serde(default)]
     pub times: Option<u32>,
+    #[serde(default)]
+    pub after_ms: Option<u64>,
 }
 
 /// A [`Failure`] with its answer resolved to an `nvmlReturn_t`.
@@ -220,6 +282,8 @@ pub struct Rule {
     pub hang: Option<Duration>,
     /// Matching calls left; `None`: every one.
     pub remaining: Option<u32>,
+    /// How long after `nvmlInit` the rule starts to apply.
+    pub after: Duration,
 }
 
 impl Scenario {
@@ -236,6 +300,13 @@ impl Scenario {
         for d in &s.devices {
             parse_bus_id(&d.pci_bus_id)
                 .ok_or_else(|| format!("{}: pci_bus_id {:?} is not DDDD:BB:DD.F", d.uuid, d.pci_bus_id))?;
+        }
+        for d in &s.devices {
+            for id in d.gpm_metrics.iter().flat_map(BTreeMap::keys) {
+                if *id == 0 || *id >= nv::nvmlGpmMetricId_t_NVML_GPM_METRIC_MAX {
+                    return Err(format!("{}: gpm_metrics: {id} is not an NVML_GPM_METRIC_* id", d.uuid));
+                }
+            }
         }
         for e in &s.xid_events {
             if e.gpu as usize >= s.devices.len() {
@@ -263,6 +334,7 @@ impl Scenario {
                     answer,
                     hang: f.hang_ms.map(Duration::from_millis),
                     remaining: f.times,
+                    after: Duration::from_millis(f.after_ms.unwrap_or(0)),
                 })
             })
             .collect()
@@ -362,6 +434,25 @@ mod tests {
             "ok: 0 devices, 1 rules"
         );
         assert!(check(r#"{"version": 1, "devices": [], "bogus": 1}"#).starts_with("unknown field `bogus`"));
+    }
+
+    #[test]
+    fn gpm_metric_ids_are_nvml_ones_and_rules_may_start_later() {
+        let gpm = |ids: &str| {
+            check(&format!(
+                r#"{{"version": 1, "devices": [{{"name": "n", "uuid": "GPU-1", "pci_bus_id": "00000000:18:00.0", "gpm_metrics": {ids}}}]}}"#
+            ))
+        };
+        assert_eq!(gpm(r#"{"2": 91.5, "61": 184320}"#), "ok: 1 devices, 0 rules");
+        assert_eq!(gpm("{}"), "ok: 1 devices, 0 rules");
+        assert_eq!(gpm(r#"{"0": 1}"#), "GPU-1: gpm_metrics: 0 is not an NVML_GPM_METRIC_* id");
+        assert_eq!(gpm(r#"{"210": 1}"#), "GPU-1: gpm_metrics: 210 is not an NVML_GPM_METRIC_* id");
+        let later = Scenario::parse(&format!(
+            r#"{{"version": 1, "devices": [{DEV}], "failures": [{{"function": "*", "gpu": 0, "return": "GPU_IS_LOST", "after_ms": 2500}}]}}"#
+        ))
+        .and_then(|s| s.rules())
+        .unwrap();
+        assert_eq!(later[0].after, Duration::from_millis(2500));
     }
 
     #[test]

@@ -2,13 +2,14 @@
 //! `nvmlInit`, the event sets, and the rule every call goes through first.
 //!
 //! Handles are numbers, not pointers: GPU `i` is `(i + 1) << 8`, its MIG device `k` adds `k + 1`, and
-//! event set `n` is `n + 1`. Nothing ever dereferences them, and a stale or foreign handle decodes to
-//! `INVALID_ARGUMENT` instead of undefined behaviour.
+//! event set and GPM sample `n` are `n + 1`. Nothing ever dereferences them, and a stale or foreign
+//! handle decodes to `INVALID_ARGUMENT` instead of undefined behaviour.
 
 use crate::scenario::{Device, MigDevice, Rule, Scenario};
 use nvml_wrapper_sys::bindings as nv;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
 
 pub type Ret = nv::nvmlReturn_t;
 
@@ -22,6 +23,19 @@ pub struct State {
     pub refs: u32,
     /// Freed sets stay as `None` so their handles are never reused.
     pub sets: Vec<Option<EventSet>>,
+    /// GPM samples, freed ones as `None` (never reused either).
+    pub samples: Vec<Option<GpmSample>>,
+    /// Orders the samples taken, so a metrics call can tell the earlier one.
+    pub samples_taken: u64,
+    /// When `nvmlInit` loaded the scenario: failure rules with `after_ms` count from here.
+    started: Instant,
+}
+
+/// An allocated GPM sample: empty until `nvmlGpmSampleGet` fills it from a GPU.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GpmSample {
+    /// The GPU it was taken on and its place in the order of samples taken.
+    pub taken: Option<(u32, u64)>,
 }
 
 #[derive(Default)]
@@ -42,13 +56,25 @@ pub fn lock() -> MutexGuard<'static, Option<State>> {
 impl State {
     pub fn new(scenario: Scenario) -> Result<State, String> {
         let rules = scenario.rules()?;
-        Ok(State { scenario, rules, refs: 1, sets: Vec::new() })
+        Ok(State {
+            scenario,
+            rules,
+            refs: 1,
+            sets: Vec::new(),
+            samples: Vec::new(),
+            samples_taken: 0,
+            started: Instant::now(),
+        })
     }
 
-    /// The first rule for this call that has calls left, counting this one.
+    /// The first rule for this call that has calls left and has started, counting this one.
     fn rule(&mut self, function: &str, gpu: Option<u32>) -> Option<Rule> {
+        let elapsed = self.started.elapsed();
         let rule = self.rules.iter_mut().find(|r| {
-            (r.function == "*" || r.function == function) && (r.gpu.is_none() || r.gpu == gpu) && r.remaining != Some(0)
+            (r.function == "*" || r.function == function)
+                && (r.gpu.is_none() || r.gpu == gpu)
+                && r.remaining != Some(0)
+                && r.after <= elapsed
         })?;
         if let Some(n) = &mut rule.remaining {
             *n -= 1;
@@ -137,6 +163,15 @@ pub fn set_index(handle: nv::nvmlEventSet_t) -> Result<usize, Ret> {
     handle.addr().checked_sub(1).ok_or(INVALID_ARGUMENT)
 }
 
+pub fn sample_handle(index: usize) -> nv::nvmlGpmSample_t {
+    std::ptr::without_provenance_mut(index + 1)
+}
+
+/// A GPM sample handle → its index in [`State::samples`].
+pub fn sample_index(handle: nv::nvmlGpmSample_t) -> Result<usize, Ret> {
+    handle.addr().checked_sub(1).ok_or(INVALID_ARGUMENT)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +185,7 @@ mod tests {
         assert_eq!(decode(std::ptr::null_mut()), Err(INVALID_ARGUMENT));
         assert_eq!(set_index(set_handle(4)), Ok(4));
         assert_eq!(set_index(std::ptr::null_mut()), Err(INVALID_ARGUMENT));
+        assert_eq!(sample_index(sample_handle(0)), Ok(0));
+        assert_eq!(sample_index(std::ptr::null_mut()), Err(INVALID_ARGUMENT));
     }
 }

@@ -23,6 +23,8 @@ pub struct Valid {
     pub data_dir: PathBuf,
     pub listen: Option<std::net::SocketAddr>,
     pub gpu: Option<ValidSource<GpuSettings>>,
+    /// `[collector.gpu.attribution]`, when the gpu source is on.
+    pub gpu_attribution: Option<super::AttributionSettings>,
     pub host: Option<ValidSource<()>>,
     pub disk: Option<ValidSource<DiskSettings>>,
     pub net: Option<ValidSource<NetSettings>>,
@@ -46,6 +48,11 @@ pub struct GpuSettings {
     pub backend: GpuBackendKind,
     pub dcgm_names: bool,
     pub kernel_log: Option<PathBuf>,
+    /// The collector's `sysfs_root`, where the PCI bus shows which GPUs the node has.
+    pub sysfs_root: PathBuf,
+    pub expected_gpus: Option<u32>,
+    /// dcgm-exporter's `/metrics`, validated as an http(s) URL.
+    pub dcgm_exporter_url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -187,7 +194,17 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
                 Some(p) if p.as_os_str().is_empty() => None,
                 Some(p) => Some(p.clone()),
             };
-            let settings = GpuSettings { backend, dcgm_names: gpu_cfg.dcgm_names.unwrap_or(false), kernel_log };
+            if let Some(u) = &gpu_cfg.dcgm_exporter_url {
+                check_url(u).map_err(|r| bad("collector.gpu.dcgm_exporter_url", r))?;
+            }
+            let settings = GpuSettings {
+                backend,
+                dcgm_names: gpu_cfg.dcgm_names.unwrap_or(false),
+                kernel_log,
+                sysfs_root: c.sysfs_root.clone().unwrap_or_else(|| "/sys".into()),
+                expected_gpus: gpu_cfg.expected_gpus,
+                dcgm_exporter_url: gpu_cfg.dcgm_exporter_url.clone(),
+            };
             Some(ValidSource { interval, timeout, settings })
         }
     };
@@ -356,6 +373,10 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
         None => None,
         Some(l) => Some(l.parse().map_err(|_| bad("collector.listen", format!("{l:?} is not an address")))?),
     };
+    let gpu_attribution = match &gpu {
+        Some(_) => Some(super::AttributionConfig::validate(gpu_cfg.attribution.as_ref(), file)?),
+        None => None,
+    };
     Ok(Valid {
         labels: c.labels.clone(),
         procfs_root: c.procfs_root.clone().unwrap_or_else(|| "/proc".into()),
@@ -363,6 +384,7 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
         data_dir: c.data_dir.clone().unwrap_or_else(|| "data/collector".into()),
         listen,
         gpu,
+        gpu_attribution,
         host,
         disk,
         net,

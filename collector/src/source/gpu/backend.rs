@@ -1,7 +1,8 @@
 //! What a GPU backend reports: one [`Device`] snapshot per GPU and the Xid events seen since the last
 //! call. The types are plain data with serde, so the fake backend's JSON fixtures are these structs.
 //!
-//! Every reading is optional: what a GPU or driver does not support is absent, never zero.
+//! Every reading is optional: what a GPU or driver does not support is absent, never zero, and a
+//! fixture that leaves a reading out (one written before the reading existed) still loads.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +33,8 @@ pub struct Device {
     pub name: String,
     /// e.g. "00000000:18:00.0"
     pub pci_bus_id: String,
+    /// The board's serial number (the sticker on it); GeForce boards have none.
+    pub serial: Option<String>,
     /// Percent of time over the last sample period a kernel ran (nvidia-smi's "GPU-Util").
     pub utilization_gpu_percent: Option<f64>,
     /// Percent of time device memory was read or written.
@@ -52,6 +55,14 @@ pub struct Device {
     pub pcie_tx_bytes_per_second: Option<f64>,
     pub pcie_rx_bytes_per_second: Option<f64>,
     pub pcie_replay_total: Option<u64>,
+    /// The PCIe link's current and maximum generation (1…6) and width (lanes).
+    pub pcie_link_generation: Option<u32>,
+    pub pcie_link_generation_max: Option<u32>,
+    pub pcie_link_width: Option<u32>,
+    pub pcie_link_width_max: Option<u32>,
+    /// Time the clocks were held back by the power limit, and by temperature, since the driver loaded.
+    pub power_violation_seconds: Option<f64>,
+    pub thermal_violation_seconds: Option<f64>,
     pub fan_speed_percent: Option<f64>,
     /// 0 (P0, fastest) to 15.
     pub performance_state: Option<u32>,
@@ -65,7 +76,10 @@ pub struct Device {
     pub mig_instances: Vec<MigInstance>,
     #[serde(default)]
     pub processes: Vec<Process>,
-    /// NVML GPM profiling metrics (Hopper and later).
+    /// How busy each process kept the GPU over the last sample period (processes that were busy).
+    #[serde(default)]
+    pub process_utilization: Vec<ProcessUtilization>,
+    /// NVML GPM profiling metrics (Hopper and later), computed between two collections.
     pub gpm: Option<Gpm>,
 }
 
@@ -130,6 +144,18 @@ pub struct Process {
     pub gpu_instance_id: Option<u32>,
 }
 
+/// One process's share of the GPU over the last sample period.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessUtilization {
+    pub pid: u32,
+    /// Percent of the period the process's kernels ran on the SMs.
+    pub sm_percent: Option<f64>,
+    /// Percent of the period the process read or wrote device memory.
+    pub memory_percent: Option<f64>,
+}
+
+/// Ratios are 0…1 over the interval between two GPM samples; throughputs are its average.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Gpm {
@@ -137,6 +163,14 @@ pub struct Gpm {
     pub sm_occupancy_ratio: Option<f64>,
     pub tensor_activity_ratio: Option<f64>,
     pub dram_activity_ratio: Option<f64>,
+    pub fp64_activity_ratio: Option<f64>,
+    pub fp32_activity_ratio: Option<f64>,
+    pub fp16_activity_ratio: Option<f64>,
+    pub pcie_tx_bytes_per_second: Option<f64>,
+    pub pcie_rx_bytes_per_second: Option<f64>,
+    /// All NVLinks together.
+    pub nvlink_tx_bytes_per_second: Option<f64>,
+    pub nvlink_rx_bytes_per_second: Option<f64>,
 }
 
 /// One Xid error of one GPU.

@@ -67,6 +67,38 @@ mod tests {
         expected.assert_debug_eq(&from_path(path));
     }
 
+    /// Every process of tests/fixtures/cgroup/proc, as `pid: owner`.
+    #[test]
+    fn owners_from_a_fixture_proc_tree() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cgroup/proc");
+        let mut pids: Vec<u32> =
+            std::fs::read_dir(&root).unwrap().filter_map(|e| e.unwrap().file_name().to_str()?.parse().ok()).collect();
+        pids.sort();
+        let lines: Vec<String> = pids
+            .iter()
+            .map(|&pid| {
+                let o = owner(&root, pid);
+                let short = |s: Option<String>| s.map_or("-".to_string(), |s| s.chars().take(12).collect());
+                format!(
+                    "{pid}: job={} pod={} container={}",
+                    short(o.slurm_job),
+                    short(o.pod_uid),
+                    short(o.container_id)
+                )
+            })
+            .collect();
+        expect![[r#"
+            7001: job=1234 pod=- container=-
+            7002: job=1234 pod=- container=-
+            7003: job=1234 pod=- container=-
+            7004: job=5678 pod=- container=-
+            7005: job=- pod=- container=-
+            7006: job=- pod=0f3c2a1e-8b7 container=4c1bd5a1b5f3"#]]
+        .assert_eq(&lines.join("\n"));
+        // A process that is gone has no owner.
+        assert!(owner(&root, 1).is_empty());
+    }
+
     #[test]
     fn owners_from_paths() {
         let c = "4c1bd5a1b5f3a7cbd7e2e9c33e2a0a7b0f6d3f6a2e1d5c4b3a29181716151413";

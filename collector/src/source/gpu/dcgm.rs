@@ -1,9 +1,13 @@
 //! dcgm-exporter's names and labels, written beside ours when `dcgm_names` is on, so dashboards and
 //! alert rules built on dcgm-exporter keep working during a migration.
 //!
-//! Names and units follow dcgm-exporter's default counters (etc/default-counters.csv): clocks in MHz,
-//! framebuffer in MiB, energy in mJ, utilization in percent. Labels: `gpu`, `UUID`, `device`,
-//! `modelName`, `Hostname`, `pci_bus_id`. Each series is written as measurement `DCGM_FI_DEV` (or
+//! Names and units follow dcgm-exporter's counters lists (etc/default-counters.csv,
+//! etc/dcp-metrics-included.csv): clocks in MHz, framebuffer in MiB, energy in mJ, utilization in
+//! percent, violation times in ns (NVML's nanoseconds, passed through by DCGM; older lists said µs),
+//! profiling (`DCGM_FI_PROF_*`) activities as ratios and throughputs in bytes/s (the NVLink pair is
+//! not in the lists but is the PCIe pair's DCGM sibling, which dcgm-exporter exports once listed). PCIe
+//! link generation and width are in neither list and are written under Argus' names only. Labels:
+//! `gpu`, `UUID`, `device`, `modelName`, `Hostname`, `pci_bus_id`. Each series is written as measurement `DCGM_FI_DEV` (or
 //! `DCGM_FI_PROF`) with the rest of the name as field, which the `{measurement}_{field}` mapping turns
 //! back into the exact name over either wire format.
 //!
@@ -42,6 +46,8 @@ pub fn points(d: &Device, hostname: &str, now: i64, batch: &mut Batch) {
         .field_opt("SM_CLOCK", mhz(d.sm_clock_hz))
         .field_opt("MEM_CLOCK", mhz(d.memory_clock_hz))
         .field_opt("PCIE_REPLAY_COUNTER", num(d.pcie_replay_total))
+        .field_opt("POWER_VIOLATION", d.power_violation_seconds.map(|s| (s * 1e9).round()))
+        .field_opt("THERMAL_VIOLATION", d.thermal_violation_seconds.map(|s| (s * 1e9).round()))
         .field_opt("CLOCK_THROTTLE_REASONS", num(d.throttle_reasons))
         .field_opt("FAN_SPEED", d.fan_speed_percent)
         .field_opt("PSTATE", d.performance_state.map(f64::from));
@@ -76,8 +82,13 @@ pub fn points(d: &Device, hostname: &str, now: i64, batch: &mut Batch) {
                 .field_opt("SM_OCCUPANCY", g.sm_occupancy_ratio)
                 .field_opt("PIPE_TENSOR_ACTIVE", g.tensor_activity_ratio)
                 .field_opt("DRAM_ACTIVE", g.dram_activity_ratio)
-                .field_opt("PCIE_TX_BYTES", d.pcie_tx_bytes_per_second)
-                .field_opt("PCIE_RX_BYTES", d.pcie_rx_bytes_per_second),
+                .field_opt("PIPE_FP64_ACTIVE", g.fp64_activity_ratio)
+                .field_opt("PIPE_FP32_ACTIVE", g.fp32_activity_ratio)
+                .field_opt("PIPE_FP16_ACTIVE", g.fp16_activity_ratio)
+                .field_opt("PCIE_TX_BYTES", g.pcie_tx_bytes_per_second)
+                .field_opt("PCIE_RX_BYTES", g.pcie_rx_bytes_per_second)
+                .field_opt("NVLINK_TX_BYTES", g.nvlink_tx_bytes_per_second)
+                .field_opt("NVLINK_RX_BYTES", g.nvlink_rx_bytes_per_second),
         );
     }
 }

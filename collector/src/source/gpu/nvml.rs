@@ -8,28 +8,31 @@
 //!
 //! Each reading is asked for separately and a failure leaves that reading out: NVML answers
 //! NotSupported for whatever a board lacks (fans on SXM boards, retired pages after Volta, remapped
-//! rows before Ampere). A GPU NVML reports lost (fallen off the bus) is left out of the collection
-//! while the others are read; its Xid 79 reaches the kernel log.
+//! rows before Ampere, GPM before Hopper, a serial number on GeForce). A GPU NVML reports lost (fallen
+//! off the bus) is left out of the collection while the others are read; its Xid 79 reaches the
+//! kernel log, and the gpu source writes it as not present.
 //!
-//! Not read yet: NVLink byte counters (NVML field values with a per-link scope) and GPM profiling
-//! metrics (`gpm_metrics_get` over two samples); their fields stay absent.
+//! Two readings need the previous collection: GPM metrics are computed between the GPU's last sample
+//! and a new one (`nvml/gpm.rs`), and process utilization asks for the samples NVML took since the
+//! last ones seen. Both are kept per GPU, by UUID, and dropped with a GPU that is no longer read.
 
 use super::backend::{
-    BackendError, Device, Ecc, GpuBackend, MigInstance, NvLink, Process, RemappedRows, RetiredPages, XidEvent,
+    BackendError, Device, Ecc, GpuBackend, MigInstance, NvLink, Process, ProcessUtilization, RetiredPages, XidEvent,
 };
 use nvml_wrapper::bitmasks::event::EventTypes;
 use nvml_wrapper::enum_wrappers::device::{
-    Clock, EccCounter, MemoryError, PcieUtilCounter, RetirementCause, TemperatureSensor,
+    Clock, EccCounter, MemoryError, PcieUtilCounter, PerformancePolicy, RetirementCause, TemperatureSensor,
 };
 use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
-use nvml_wrapper::enums::device::{SampleValue, UsedGpuMemory};
+use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::enums::event::XidError;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::event::EventSet;
-use nvml_wrapper::structs::device::FieldId;
-use nvml_wrapper::sys_exports::field_id;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+
+mod fields;
+mod gpm;
 
 /// NVLink links a GPU may have (NVML_NVLINK_MAX_LINKS is 18 on Hopper).
 const MAX_LINKS: u32 = 18;
@@ -39,6 +42,16 @@ pub struct Nvml {
     events: Option<EventSet<'static>>,
     /// GPUs NVML last answered GpuLost for, so each loss is logged once.
     lost: BTreeSet<u32>,
+    /// What the next collection needs of this one, per GPU UUID.
+    gpus: BTreeMap<String, GpuState>,
+}
+
+/// One GPU's readings that span two collections.
+#[derive(Debug, Default)]
+struct GpuState {
+    gpm: gpm::Sampler,
+    /// The newest process utilization sample seen (CPU time, µs).
+    utilization_seen_us: u64,
 }
 
 impl Nvml {
@@ -66,7 +79,7 @@ impl Nvml {
         // the handle is leaked once instead of making the backend self-referential.
         let nvml: &'static nvml_wrapper::Nvml = Box::leak(Box::new(nvml));
         let events = register_xid_events(nvml);
-        Ok(Nvml { nvml, events, lost: BTreeSet::new() })
+        Ok(Nvml { nvml, events, lost: BTreeSet::new(), gpus: BTreeMap::new() })
     }
 }
 
@@ -91,9 +104,15 @@ impl GpuBackend for Nvml {
     fn devices(&mut self) -> Result<Vec<Device>, BackendError> {
         let count = self.nvml.device_count().map_err(|e| BackendError::Failed(format!("device count: {e}")))?;
         let mut out = Vec::with_capacity(count as usize);
+        let mut previous = std::mem::take(&mut self.gpus);
         for i in 0..count {
-            let dev = match self.nvml.device_by_index(i) {
-                Ok(dev) => dev,
+            // A GPU fallen off the bus fails its handle, or the first call on it.
+            let read = self.nvml.device_by_index(i).and_then(|dev| match dev.uuid() {
+                Err(NvmlError::GpuLost) => Err(NvmlError::GpuLost),
+                uuid => Ok((uuid.unwrap_or_default(), dev)),
+            });
+            let (uuid, dev) = match read {
+                Ok(read) => read,
                 Err(NvmlError::GpuLost) => {
                     if self.lost.insert(i) {
                         tracing::warn!(gpu = i, "NVML reports the GPU lost; its readings are left out");
@@ -105,7 +124,10 @@ impl GpuBackend for Nvml {
             if self.lost.remove(&i) {
                 tracing::info!(gpu = i, "NVML answers for the GPU again");
             }
-            out.push(read_device(i, &dev));
+            let key = if uuid.is_empty() { format!("index {i}") } else { uuid.clone() };
+            let mut state = previous.remove(&key).unwrap_or_default();
+            out.push(read_device(self.nvml, i, uuid, &dev, &mut state));
+            self.gpus.insert(key, state);
         }
         Ok(out)
     }
@@ -127,7 +149,13 @@ impl GpuBackend for Nvml {
     }
 }
 
-fn read_device(index: u32, d: &nvml_wrapper::Device<'_>) -> Device {
+fn read_device(
+    nvml: &'static nvml_wrapper::Nvml,
+    index: u32,
+    uuid: String,
+    d: &nvml_wrapper::Device<'static>,
+    state: &mut GpuState,
+) -> Device {
     let util = d.utilization_rates().ok();
     let mem = d.memory_info().ok();
     let ecc = || -> Result<Ecc, NvmlError> {
@@ -145,19 +173,21 @@ fn read_device(index: u32, d: &nvml_wrapper::Device<'_>) -> Device {
             pending: d.are_pages_pending_retired()?,
         })
     };
+    let violation = |policy| d.violation_status(policy).ok().map(|v| v.violation_time as f64 / 1e9);
     let mig_enabled = d.mig_mode().ok().map(|m| m.current == 1);
     Device {
         index,
-        uuid: d.uuid().unwrap_or_default(),
+        uuid,
         name: d.name().unwrap_or_default(),
         pci_bus_id: d.pci_info().map(|p| p.bus_id).unwrap_or_default(),
+        serial: d.serial().ok().filter(|s| !s.is_empty()),
         utilization_gpu_percent: util.as_ref().map(|u| f64::from(u.gpu)),
         utilization_memory_percent: util.as_ref().map(|u| f64::from(u.memory)),
         memory_total_bytes: mem.as_ref().map(|m| m.total),
         memory_used_bytes: mem.as_ref().map(|m| m.used),
         memory_free_bytes: mem.as_ref().map(|m| m.free),
         temperature_celsius: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
-        memory_temperature_celsius: None,
+        memory_temperature_celsius: fields::memory_temperature(d),
         power_watts: d.power_usage().ok().map(|mw| f64::from(mw) / 1000.0),
         power_limit_watts: d.enforced_power_limit().ok().map(|mw| f64::from(mw) / 1000.0),
         energy_joules: d.total_energy_consumption().ok().map(|mj| mj as f64 / 1000.0),
@@ -167,16 +197,23 @@ fn read_device(index: u32, d: &nvml_wrapper::Device<'_>) -> Device {
         pcie_tx_bytes_per_second: d.pcie_throughput(PcieUtilCounter::Send).ok().map(|kb| f64::from(kb) * 1024.0),
         pcie_rx_bytes_per_second: d.pcie_throughput(PcieUtilCounter::Receive).ok().map(|kb| f64::from(kb) * 1024.0),
         pcie_replay_total: d.pcie_replay_counter().ok().map(u64::from),
+        pcie_link_generation: d.current_pcie_link_gen().ok(),
+        pcie_link_generation_max: d.max_pcie_link_gen().ok(),
+        pcie_link_width: d.current_pcie_link_width().ok(),
+        pcie_link_width_max: d.max_pcie_link_width().ok(),
+        power_violation_seconds: violation(PerformancePolicy::Power),
+        thermal_violation_seconds: violation(PerformancePolicy::Thermal),
         fan_speed_percent: d.fan_speed(0).ok().map(f64::from),
         performance_state: d.performance_state().ok().and_then(|p| pstate(p as u32)),
         ecc: ecc().ok(),
         retired_pages: retired().ok(),
-        remapped_rows: remapped_rows(d),
-        nvlinks: nvlinks(d),
+        remapped_rows: fields::remapped_rows(d),
+        nvlinks: nvlinks(nvml, d),
         mig_enabled,
         mig_instances: if mig_enabled == Some(true) { mig_instances(d) } else { Vec::new() },
         processes: processes(d),
-        gpm: None,
+        process_utilization: process_utilization(d, &mut state.utilization_seen_us),
+        gpm: state.gpm.read(nvml, d),
     }
 }
 
@@ -185,34 +222,7 @@ fn pstate(discriminant: u32) -> Option<u32> {
     (discriminant <= 15).then_some(discriminant)
 }
 
-/// Row remapping through NVML field values (the wrapper has no call for nvmlDeviceGetRemappedRows).
-fn remapped_rows(d: &nvml_wrapper::Device<'_>) -> Option<RemappedRows> {
-    let ids = [
-        field_id::NVML_FI_DEV_REMAPPED_COR,
-        field_id::NVML_FI_DEV_REMAPPED_UNC,
-        field_id::NVML_FI_DEV_REMAPPED_PENDING,
-        field_id::NVML_FI_DEV_REMAPPED_FAILURE,
-    ]
-    .map(FieldId);
-    let values = d.field_values_for(&ids).ok()?;
-    let v: Vec<Option<u64>> = values
-        .into_iter()
-        .map(|r| match r.ok()?.value.ok()? {
-            SampleValue::U32(x) => Some(u64::from(x)),
-            SampleValue::U64(x) => Some(x),
-            SampleValue::I64(x) => u64::try_from(x).ok(),
-            SampleValue::F64(x) => Some(x as u64),
-        })
-        .collect();
-    Some(RemappedRows {
-        correctable: v.first().copied().flatten()?,
-        uncorrectable: v.get(1).copied().flatten()?,
-        pending: v.get(2).copied().flatten()? != 0,
-        failed: v.get(3).copied().flatten()? != 0,
-    })
-}
-
-fn nvlinks(d: &nvml_wrapper::Device<'_>) -> Vec<NvLink> {
+fn nvlinks(nvml: &nvml_wrapper::Nvml, d: &nvml_wrapper::Device<'_>) -> Vec<NvLink> {
     let mut out = Vec::new();
     for link in 0..MAX_LINKS {
         let l = d.link_wrapper_for(link);
@@ -232,6 +242,10 @@ fn nvlinks(d: &nvml_wrapper::Device<'_>) -> Vec<NvLink> {
             recovery_errors_total: l.error_counter(ErrorCounter::DlRecovery).ok(),
             crc_errors_total: crc,
         });
+    }
+    let links: Vec<u32> = out.iter().map(|l| l.link).collect();
+    for (l, (tx, rx)) in out.iter_mut().zip(fields::nvlink_bytes(nvml, d, &links)) {
+        (l.tx_bytes_total, l.rx_bytes_total) = (tx, rx);
     }
     out
 }
@@ -274,6 +288,28 @@ fn processes(d: &nvml_wrapper::Device<'_>) -> Vec<Process> {
             gpu_instance_id: p.gpu_instance_id,
         })
         .collect()
+}
+
+/// The latest sample of each process busy since the last one seen (NVML answers NotFound when none
+/// was); `seen_us` moves on to the newest.
+fn process_utilization(d: &nvml_wrapper::Device<'_>, seen_us: &mut u64) -> Vec<ProcessUtilization> {
+    let mut samples = d.process_utilization_stats(*seen_us).unwrap_or_default();
+    samples.sort_by_key(|s| (s.pid, s.timestamp));
+    *seen_us = samples.iter().map(|s| s.timestamp).fold(*seen_us, u64::max);
+    let mut out: Vec<ProcessUtilization> = Vec::new();
+    for s in samples {
+        let u = ProcessUtilization {
+            pid: s.pid,
+            sm_percent: Some(f64::from(s.sm_util)),
+            memory_percent: Some(f64::from(s.mem_util)),
+        };
+        // Sorted by time within a process: a later sample of the same process replaces the earlier.
+        match out.last_mut() {
+            Some(last) if last.pid == s.pid => *last = u,
+            _ => out.push(u),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

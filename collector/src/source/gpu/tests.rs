@@ -104,7 +104,9 @@ fn golden_gpu_h100() {
     g.collect(20_000, &mut second).unwrap();
     let text = second.to_exposition();
     assert!(
-        text.contains(r#"gpu_xid_errors_total{code="48", gpu="1", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 2"#),
+        text.contains(
+            r#"gpu_xid_errors_total{code="48", gpu="1", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 2"#
+        ),
         "{text}"
     );
     assert!(!text.contains("gpu_xid{"), "{text}");
@@ -149,10 +151,10 @@ fn kernel_log_xids_map_to_gpus_by_pci_address_and_replace_nvml_events() {
     expect_test::expect![[r#"
         gpu_xid_errors_total{code="13", pci_bus_id="0000:99:00"} 0
         gpu_xid_errors_total{code="13", pci_bus_id="0000:99:00"} 1
-        gpu_xid_errors_total{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
-        gpu_xid_errors_total{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 2
+        gpu_xid_errors_total{code="79", gpu="0", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
+        gpu_xid_errors_total{code="79", gpu="0", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 2
         gpu_xid{code="13", pci_bus_id="0000:99:00"} "[ 90.0] NVRM: Xid (PCI:0000:99:00): 13, Graphics Exception on a GPU we do not see"
-        gpu_xid{code="79", count="2", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus."
+        gpu_xid{code="79", count="2", gpu="0", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus."
     "#]]
     .assert_eq(&xid_lines(&b));
 }
@@ -165,11 +167,14 @@ fn without_nvml_the_kernel_log_is_read_where_the_driver_is_loaded() {
         backend: GpuBackendKind::Fake(procfs.path().join("no-such-fixture.json")),
         dcgm_names: false,
         kernel_log: Some(kernel_log.to_path_buf()),
+        sysfs_root: procfs.path().join("sys"),
+        expected_gpus: None,
+        dcgm_exporter_url: None,
     };
     let timeout = Duration::from_secs(1);
 
     // No NVIDIA driver: a machine without GPUs, where the source stops as before.
-    let mut g = Gpu::build(&settings(&log.path), timeout, procfs.path(), &BTreeMap::new());
+    let mut g = Gpu::build(&settings(&log.path), timeout, procfs.path(), &BTreeMap::new(), None);
     log.append(XID_79);
     let mut b = Batch::new();
     assert!(matches!(g.collect(1_000, &mut b), Err(SourceError::Unavailable(_))));
@@ -178,7 +183,7 @@ fn without_nvml_the_kernel_log_is_read_where_the_driver_is_loaded() {
     // The driver is loaded but NVML cannot start (a library of another version): Xids still flow, and
     // every collection reports the failure without stopping the source.
     std::fs::create_dir_all(procfs.path().join("driver/nvidia")).unwrap();
-    let mut g = Gpu::build(&settings(&log.path), timeout, procfs.path(), &BTreeMap::new());
+    let mut g = Gpu::build(&settings(&log.path), timeout, procfs.path(), &BTreeMap::new(), None);
     log.append(XID_79);
     let mut b = Batch::new();
     let err = g.collect(2_000, &mut b).unwrap_err();
@@ -207,9 +212,9 @@ fn xids_keep_their_gpu_when_devices_fail() {
     expect_test::expect!["gpu 0: Unknown Error"].assert_eq(&err.to_string());
     assert!(!b.to_exposition().contains("gpu_power_watts"), "no device readings on a failed collection");
     expect_test::expect![[r#"
-        gpu_xid_errors_total{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
-        gpu_xid_errors_total{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 1
-        gpu_xid{code="79", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus."
+        gpu_xid_errors_total{code="79", gpu="0", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
+        gpu_xid_errors_total{code="79", gpu="0", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 1
+        gpu_xid{code="79", gpu="0", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[ 88.1] NVRM: Xid (PCI:0000:18:00): 79, pid=4101, name=python, GPU has fallen off the bus."
     "#]]
     .assert_eq(&xid_lines(&b));
 }
@@ -264,12 +269,12 @@ fn a_burst_of_one_xid_is_one_event_with_its_count() {
     let mut b = Batch::new();
     g.collect(1_000, &mut b).unwrap();
     expect_test::expect![[r#"
-        gpu_xid_errors_total{code="13", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
-        gpu_xid_errors_total{code="13", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 5000
-        gpu_xid_errors_total{code="31", gpu="1", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0
-        gpu_xid_errors_total{code="31", gpu="1", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 1
-        gpu_xid{code="13", count="5000", gpu="0", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[0.0] NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception: ESR 0x405840=0x0"
-        gpu_xid{code="31", gpu="1", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} "[9000.0] NVRM: Xid (PCI:0000:2a:00): 31, Ch 00000010, intr 00000000. MMU Fault"
+        gpu_xid_errors_total{code="13", gpu="0", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
+        gpu_xid_errors_total{code="13", gpu="0", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 5000
+        gpu_xid_errors_total{code="31", gpu="1", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0
+        gpu_xid_errors_total{code="31", gpu="1", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 1
+        gpu_xid{code="13", count="5000", gpu="0", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} "[0.0] NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception: ESR 0x405840=0x0"
+        gpu_xid{code="31", gpu="1", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} "[9000.0] NVRM: Xid (PCI:0000:2a:00): 31, Ch 00000010, intr 00000000. MMU Fault"
     "#]]
     .assert_eq(&xid_lines(&b));
 
@@ -308,4 +313,149 @@ fn sxids_are_counted_by_nvswitch_code_and_severity() {
         gpu_nvswitch_sxid{code="20034", count="2", nvswitch="0000:86:00.0", severity="fatal"} "[4022.7] nvidia-nvswitch0: SXid (PCI:0000:86:00.0): 20034, Fatal, Link 10 LTSSM Fault Up"
     "#]]
     .assert_eq(&xid_lines(&b));
+}
+
+/// The exposition lines of `gpu_present` and the node's expected and found counts.
+fn presence_lines(b: &Batch) -> String {
+    let text = b.to_exposition();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("gpu_present") || l.starts_with("gpu_expected") || l.starts_with("gpu_found"))
+        .collect();
+    lines.join("\n") + "\n"
+}
+
+/// A backend whose GPU 1 falls off the bus after the first reading.
+struct LosesGpu1 {
+    inner: fake::Fake,
+    calls: u32,
+}
+
+impl GpuBackend for LosesGpu1 {
+    fn devices(&mut self) -> Result<Vec<Device>, BackendError> {
+        self.calls += 1;
+        let mut devices = self.inner.devices()?;
+        if self.calls > 1 {
+            devices.retain(|d| d.index != 1);
+        }
+        Ok(devices)
+    }
+
+    fn xid_events(&mut self) -> Vec<XidEvent> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn gpus_on_the_bus_or_seen_before_are_expected_and_present_only_while_nvml_lists_them() {
+    let backend = LosesGpu1 { inner: h100(), calls: 0 };
+    let mut g = Gpu::for_tests(Box::new(backend), &golden::fixture("gpu/proc"), false)
+        .with_sysfs(&golden::fixture("gpu/sys"), None);
+
+    // NVML lists two of the bus's eight GPUs: those two under their labels, the others by address.
+    let mut b = Batch::new();
+    g.collect(1_000, &mut b).unwrap();
+    expect_test::expect![[r#"
+        gpu_expected_count{} 8
+        gpu_found_count{} 2
+        gpu_present{device="nvidia0", gpu="0", model="NVIDIA H100 80GB HBM3", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 1
+        gpu_present{device="nvidia1", gpu="1", model="NVIDIA H100 80GB HBM3", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 1
+        gpu_present{pci_bus_id="0000:3a:00.0"} 0
+        gpu_present{pci_bus_id="0000:5d:00.0"} 0
+        gpu_present{pci_bus_id="0000:9a:00.0"} 0
+        gpu_present{pci_bus_id="0000:ab:00.0"} 0
+        gpu_present{pci_bus_id="0000:ba:00.0"} 0
+        gpu_present{pci_bus_id="0000:db:00.0"} 0
+    "#]]
+    .assert_eq(&presence_lines(&b));
+
+    // GPU 1 is gone from NVML's list: 0 under the labels it had.
+    let mut b = Batch::new();
+    g.collect(2_000, &mut b).unwrap();
+    let lines = presence_lines(&b);
+    assert!(lines.contains(r#"gpu_present{device="nvidia1", gpu="1", model="NVIDIA H100 80GB HBM3", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0"#), "{lines}");
+    assert!(lines.contains("gpu_expected_count{} 8\ngpu_found_count{} 1\n"), "{lines}");
+    assert!(!b.to_exposition().contains(r#"gpu_power_watts{device="nvidia1""#), "{b:?}");
+}
+
+#[test]
+fn a_gpu_seen_once_stays_expected_off_the_bus_and_expected_gpus_counts_the_unnamed() {
+    // No GPU on this bus (a container without /sys): the GPUs NVML listed are expected all the same.
+    let backend = LosesGpu1 { inner: h100(), calls: 0 };
+    let mut g = Gpu::for_tests(Box::new(backend), &golden::fixture("gpu/proc"), false)
+        .with_sysfs(&golden::fixture("gpu/no-such-sys"), Some(4));
+    g.collect(1_000, &mut Batch::new()).unwrap();
+    let mut b = Batch::new();
+    g.collect(2_000, &mut b).unwrap();
+    expect_test::expect![[r#"
+        gpu_expected_count{} 4
+        gpu_found_count{} 1
+        gpu_present{device="nvidia0", gpu="0", model="NVIDIA H100 80GB HBM3", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 1
+        gpu_present{device="nvidia1", gpu="1", model="NVIDIA H100 80GB HBM3", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0
+    "#]]
+    .assert_eq(&presence_lines(&b));
+}
+
+#[test]
+fn when_nvml_fails_every_expected_gpu_is_not_present() {
+    let backend = FailsAfterFirst { inner: h100(), calls: 0 };
+    let mut g = Gpu::for_tests(Box::new(backend), &golden::fixture("gpu/proc"), false)
+        .with_sysfs(&golden::fixture("gpu/sys-workstation"), None);
+    let mut b = Batch::new();
+    g.collect(1_000, &mut b).unwrap();
+    assert!(presence_lines(&b).contains("gpu_expected_count{} 3\ngpu_found_count{} 2\n"), "{b:?}");
+    let mut b = Batch::new();
+    assert!(g.collect(2_000, &mut b).is_err());
+    expect_test::expect![[r#"
+        gpu_expected_count{} 3
+        gpu_found_count{} 0
+        gpu_present{device="nvidia0", gpu="0", model="NVIDIA H100 80GB HBM3", serial="1654922009721", uuid="GPU-5e1b8d3a-97c2-4f4e-b1a7-1c0d6e3f2a10"} 0
+        gpu_present{device="nvidia1", gpu="1", model="NVIDIA H100 80GB HBM3", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0
+        gpu_present{pci_bus_id="0000:01:00.0"} 0
+    "#]]
+    .assert_eq(&presence_lines(&b));
+}
+
+#[test]
+fn process_utilization_is_summed_per_owner_like_memory() {
+    let mut fake = h100();
+    // Time-sliced: a Slurm job's process shares GPU 1 with an unowned one, and one busy process has
+    // no memory reading.
+    fake.devices[1].process_utilization = vec![
+        backend::ProcessUtilization { pid: 5120, sm_percent: Some(60.0), memory_percent: Some(30.0) },
+        backend::ProcessUtilization { pid: 6001, sm_percent: Some(25.0), memory_percent: None },
+    ];
+    let mut g = Gpu::for_tests(Box::new(fake), &golden::fixture("gpu/proc"), false);
+    let mut b = Batch::new();
+    g.collect(1_000, &mut b).unwrap();
+    let text = b.to_exposition();
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("gpu_process_") && l.contains(r#"gpu="1""#)).collect();
+    expect_test::expect![[r#"
+        gpu_process_memory_utilization_ratio{device="nvidia1", gpu="1", job="4242", model="NVIDIA H100 80GB HBM3", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0.3
+        gpu_process_sm_utilization_ratio{device="nvidia1", gpu="1", job="4242", model="NVIDIA H100 80GB HBM3", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0.6
+        gpu_process_sm_utilization_ratio{device="nvidia1", gpu="1", model="NVIDIA H100 80GB HBM3", pid="6001", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0.25
+    "#]]
+    .assert_eq(&(lines.join("\n") + "\n"));
+}
+
+#[test]
+fn the_bus_and_expected_gpus_come_from_the_config() {
+    let config = |collector: &str, gpu: &str| {
+        let toml = format!(
+            "[collector]\n{collector}\n[collector.gpu]\nbackend = \"fake\"\nfake_fixture = {:?}\nkernel_log = \"\"\n{gpu}\n",
+            golden::fixture("gpu/h100.json")
+        );
+        let valid = crate::config::Config::parse(&toml, "argus.toml").and_then(|c| c.validate("argus.toml"));
+        valid.unwrap().gpu.unwrap()
+    };
+    let defaults = config("", "");
+    assert_eq!((defaults.settings.sysfs_root.as_path(), defaults.settings.expected_gpus), (Path::new("/sys"), None));
+
+    let source = config(&format!("sysfs_root = {:?}", golden::fixture("gpu/sys")), "expected_gpus = 10");
+    let mut g = Gpu::build(&source.settings, source.timeout, &golden::fixture("gpu/proc"), &BTreeMap::new(), None);
+    let mut b = Batch::new();
+    g.collect(1_000, &mut b).unwrap();
+    let lines = presence_lines(&b);
+    assert!(lines.starts_with("gpu_expected_count{} 10\ngpu_found_count{} 2\n"), "{lines}");
+    assert_eq!(lines.matches("} 0\n").count(), 6, "{lines}");
 }
