@@ -13,13 +13,18 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let devices = match backend.devices() {
+    // GPM readings are the difference of two samples: the first reading only takes the first sample,
+    // so the second, a second later, is the one recorded.
+    let read = |backend: &mut Nvml| match backend.devices() {
         Ok(d) => d,
         Err(e) => {
             eprintln!("nvml: {e}");
             std::process::exit(1);
         }
     };
+    read(&mut backend);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let devices = read(&mut backend);
     let fixture = serde_json::json!({
         "source": "recorded with scripts/record-nvml-fixture.sh on a real machine",
         "devices": devices,
