@@ -366,7 +366,7 @@ impl Gpu {
     /// What the processes use, per owner: the processes of one container, Kubernetes pod or Slurm job
     /// are added up, so a GPU time-sliced between jobs shows each job's share; a process with no owner
     /// keeps its `pid` label. A sum no process reported stays absent.
-    fn process_points(&self, d: &Device, now: i64, batch: &mut Batch) {
+    fn process_points(&self, d: &Device, now: i64, batch: &mut Batch, cgroups: &BTreeMap<u32, cgroup::Owner>) {
         let labels = GpuLabels::of(d);
         let tags = |p: Point| labels.tag(p);
         #[derive(Default)]
@@ -381,7 +381,7 @@ impl Gpu {
             }
         }
         let owner = |pid: u32| {
-            let mut o = cgroup::owner(&self.proc, pid);
+            let mut o = cgroups.get(&pid).cloned().unwrap_or_default();
             if o.is_empty() {
                 o.pid = Some(pid);
             }
@@ -487,21 +487,22 @@ impl Source for Gpu {
         if let Ok(devices) = &devices {
             self.known = xid::Known::new(devices);
             self.serials = devices.iter().filter_map(|d| Some((d.uuid.clone(), d.serial.clone()?))).collect();
-            let slurm = self.attribution.slurm_status().is_some();
             for d in devices {
                 let from = batch.points.len();
                 self.device_points(d, now, batch);
-                let owners = match slurm {
-                    true => attribution::owners(&self.proc, d.processes.iter().map(|p| p.pid)),
-                    false => Vec::new(),
-                };
+                // Each process's cgroup is read once, for the workload labels and the per-owner series.
+                let pids = d.processes.iter().map(|p| p.pid).chain(d.process_utilization.iter().map(|u| u.pid));
+                let cgroups: BTreeMap<u32, cgroup::Owner> =
+                    pids.map(|pid| (pid, cgroup::owner(&self.proc, pid))).collect();
+                let owners: Vec<cgroup::Owner> =
+                    d.processes.iter().filter_map(|p| cgroups.get(&p.pid)).filter(|o| !o.is_empty()).cloned().collect();
                 let work =
                     self.attribution.labels(attribution::GpuRef { uuid: &d.uuid, index: Some(d.index) }, &owners);
                 let mut points = batch.points.split_off(from);
                 self.attribute(&mut points, &work);
                 batch.points.append(&mut points);
                 // Per owner already: the workload labels would only repeat the owner's.
-                self.process_points(d, now, batch);
+                self.process_points(d, now, batch, &cgroups);
                 if self.dcgm_names {
                     dcgm::points(d, &self.hostname, now, batch);
                 }
