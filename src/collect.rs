@@ -40,7 +40,11 @@ pub fn run(args: Args) -> Result<()> {
         print!("{}", batch.to_line_protocol());
         return Ok(());
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    crate::malloc::tune_for_agent();
+    // One worker: the agent's async work (timers, sinks, the push endpoints) is small, and a second
+    // worker only adds wake-ups to steal it; collections run on blocking threads either way. Still
+    // multi-threaded, so a blocking collection can wait on the runtime (dcgm-exporter's page).
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     rt.block_on(async move {
         let agent = Agent::build(valid);
         agent.run(shutdown()).await.context("collector")

@@ -40,6 +40,9 @@ class Receiver:
         me = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            # HTTP/1.1, so a sender keeps its connection between posts, as it does with a real store.
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.headers.get("Content-Encoding") == "gzip":

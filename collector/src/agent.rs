@@ -1,16 +1,20 @@
-//! The agent: builds sources and sinks from a validated config, runs each source on its own interval
-//! on a blocking thread with a deadline, stamps the global labels, and hands every batch to every sink.
+//! The agent: builds sources and sinks from a validated config, runs the sources of each interval in
+//! rounds on a blocking thread, each with its own deadline (`rounds`), stamps the global labels, and
+//! hands every batch to every sink.
 
 use crate::batch::Batch;
 use crate::config::Valid;
 use crate::emit::{Emit, now_ms, self_points};
-use crate::metrics::{SelfMetrics, SourceLabel};
+use crate::metrics::SelfMetrics;
 use crate::sink::{Sink, SinkError};
-use crate::source::{self, Scheduled, Source, SourceError, Task, Ticker};
+use crate::source::{self, Scheduled, SourceError, Task};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
+
+mod rounds;
 
 /// Batches a sink may hold in its queue before sources wait for it.
 const SINK_QUEUE: usize = 1024;
@@ -100,8 +104,12 @@ impl Agent {
         }
         let emit = Emit { global: self.global.clone(), metrics: self.metrics.clone(), senders };
         let mut source_tasks = Vec::new();
+        let mut by_interval: BTreeMap<Duration, Vec<Scheduled>> = BTreeMap::new();
         for s in self.sources {
-            source_tasks.push(tokio::spawn(emit.clone().run_polled(s, stop_rx.clone())));
+            by_interval.entry(s.interval).or_default().push(s);
+        }
+        for (interval, sources) in by_interval {
+            source_tasks.push(tokio::spawn(emit.clone().run_rounds(sources, interval, stop_rx.clone())));
         }
         for t in self.tasks {
             source_tasks.push(tokio::spawn(t.run(emit.clone(), stop_rx.clone())));
@@ -122,77 +130,6 @@ impl Agent {
             let _ = t.await;
         }
         Ok(())
-    }
-}
-
-/// What a collection on the blocking pool hands back: the source, its points, and how it went.
-type Collected = (Box<dyn Source>, Batch, Result<(), SourceError>);
-
-// The polled sources' loop: it needs `source`'s scheduling, so it lives here, not in `emit`.
-impl Emit {
-    async fn run_polled(self, s: Scheduled, stop: watch::Receiver<bool>) {
-        let Scheduled { source, interval, timeout } = s;
-        let name = source.name();
-        let label = SourceLabel { source: name.to_string() };
-        let mut slot: Option<Box<dyn Source>> = Some(source);
-        let mut late: Option<tokio::task::JoinHandle<Collected>> = None;
-        let mut ticker = Ticker::new(interval, stop);
-        while ticker.next().await {
-            // A collection that overran its deadline still holds the source: wait for it to come back,
-            // dropping what it read (it is late), and skip this tick.
-            if let Some(h) = late.take() {
-                if !h.is_finished() {
-                    late = Some(h);
-                    continue;
-                }
-                match h.await {
-                    Ok((src, _, _)) => slot = Some(src),
-                    Err(_) => return,
-                }
-            }
-            let Some(mut src) = slot.take() else { return };
-            let now = now_ms();
-            let started = Instant::now();
-            let handle = tokio::task::spawn_blocking(move || {
-                let mut b = Batch::new();
-                let r = src.collect(now, &mut b);
-                (src, b, r)
-            });
-            let mut handle = handle;
-            let (mut batch, result) = match tokio::time::timeout(timeout, &mut handle).await {
-                Ok(Ok((src, b, r))) => {
-                    slot = Some(src);
-                    (b, r)
-                }
-                // The source panicked: it is gone; the others go on.
-                Ok(Err(error)) => {
-                    tracing::error!(source = name, %error, "Source panicked, stopped");
-                    self.metrics.source_success.get_or_create(&label).set(0);
-                    return;
-                }
-                Err(_) => {
-                    late = Some(handle);
-                    (Batch::new(), Err(SourceError::Backend(format!("collection took longer than {timeout:?}"))))
-                }
-            };
-            let elapsed = started.elapsed();
-            let ok = result.is_ok();
-            let unavailable = matches!(result, Err(SourceError::Unavailable(_)));
-            if let Err(error) = result {
-                if unavailable {
-                    tracing::warn!(source = name, %error, "Source unavailable on this machine; not polled again");
-                } else {
-                    tracing::warn!(source = name, %error, "Collection failed");
-                }
-            }
-            self.report(name, now, elapsed, ok, &mut batch);
-            if !self.send(batch).await {
-                return;
-            }
-            if unavailable {
-                return;
-            }
-        }
     }
 }
 

@@ -33,12 +33,13 @@ impl Emit {
             return true;
         }
         batch.stamp(&self.global);
-        for tx in &self.senders {
+        let Some((last, others)) = self.senders.split_last() else { return true };
+        for tx in others {
             if tx.send(batch.clone()).await.is_err() {
                 return false;
             }
         }
-        true
+        last.send(batch).await.is_ok()
     }
 
     /// Records how a source's round went: self metrics on `/metrics`, and the same as points in `batch`.

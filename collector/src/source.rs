@@ -22,6 +22,7 @@ pub mod events;
 pub mod gpu;
 pub mod host;
 pub mod net;
+mod procfile;
 pub mod replay;
 pub mod scrape;
 pub mod tail;
@@ -141,17 +142,6 @@ pub fn tasks(cfg: &Valid) -> Vec<Box<dyn Task>> {
         out.push(Box::new(scrape::Scrape::new(s.interval, s.timeout, s.settings.clone())));
     }
     out
-}
-
-/// Parses a file with a procfs-core parser. procfs-core is the parsing half of the procfs crate: it
-/// reads any `Read`, so fixture trees work; the procfs crate itself always opens `/proc`.
-pub(crate) fn parse_with<T: procfs_core::FromRead>(path: &Path) -> Result<T, SourceError> {
-    T::from_file(path).map_err(|e| match e {
-        procfs_core::ProcError::NotFound(_) => {
-            SourceError::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "not found"))
-        }
-        e => SourceError::parse(path, e),
-    })
 }
 
 #[cfg(test)]

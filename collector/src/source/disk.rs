@@ -6,12 +6,13 @@
 //! rate(disk_reads_completed_total)` is the mean read latency. Utilization over the last interval is
 //! also written as a gauge, because it needs two readings.
 
-use super::{Source, SourceError, parse_with};
+use super::procfile::{Mounts, ProcFile};
+use super::{Source, SourceError};
 use crate::batch::{Batch, Point};
 use crate::config::DiskSettings;
-use procfs_core::{DiskStats, MountEntry};
+use procfs_core::DiskStats;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub mod statvfs;
 
@@ -21,7 +22,8 @@ pub use statvfs::{FsStat, RealStatfs, Statfs};
 const SECTOR_BYTES: f64 = 512.0;
 
 pub struct Disk {
-    proc: PathBuf,
+    diskstats: ProcFile,
+    mounts: Mounts,
     settings: DiskSettings,
     statfs: Box<dyn Statfs>,
     /// Per device: (time of reading in ms, io_ticks in ms), for utilization.
@@ -35,16 +37,23 @@ impl Disk {
 
     /// A disk source whose filesystem figures come from `statfs` (tests use recorded ones).
     pub fn with_statfs(procfs_root: &Path, settings: DiskSettings, statfs: Box<dyn Statfs>) -> Disk {
-        Disk { proc: procfs_root.to_path_buf(), settings, statfs, last: HashMap::new() }
+        Disk {
+            diskstats: ProcFile::new(procfs_root.join("diskstats")),
+            mounts: Mounts::new(procfs_root.join("mounts")),
+            settings,
+            statfs,
+            last: HashMap::new(),
+        }
     }
 
     #[cfg(test)]
     pub(crate) fn set_root(&mut self, procfs_root: &Path) {
-        self.proc = procfs_root.to_path_buf();
+        self.diskstats = ProcFile::new(procfs_root.join("diskstats"));
+        self.mounts = Mounts::new(procfs_root.join("mounts"));
     }
 
     fn diskstats(&mut self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
-        let stats: DiskStats = parse_with(&self.proc.join("diskstats"))?;
+        let stats: DiskStats = self.diskstats.parse()?;
         let secs = |ms: u64| ms as f64 / 1000.0;
         for d in stats.0 {
             if self.settings.devices_exclude.is_match(&d.name) {
@@ -81,8 +90,8 @@ impl Disk {
         Ok(())
     }
 
-    fn filesystems(&self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
-        let mounts: Vec<MountEntry> = parse_with(&self.proc.join("mounts"))?;
+    fn filesystems(&mut self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
+        let mounts = self.mounts.table()?;
         let mut seen = std::collections::HashSet::new();
         let mut first_error = None;
         for m in mounts {
@@ -90,7 +99,7 @@ impl Disk {
                 || self.settings.mount_points_exclude.is_match(&m.fs_file)
                 // A mount point mounted over again shows twice; the last mount is the visible one, and
                 // statvfs answers for it either way.
-                || !seen.insert(m.fs_file.clone())
+                || !seen.insert(m.fs_file.as_str())
             {
                 continue;
             }

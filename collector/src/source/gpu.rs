@@ -72,8 +72,6 @@ pub struct Gpu {
     hostname: String,
     kernel_log: Option<kmsg::KernelLog>,
     known: xid::Known,
-    /// Serial numbers by UUID, from the last device reading, for the Xid series.
-    serials: BTreeMap<String, String>,
     counters: xid::Counters,
     presence: present::Presence,
     attribution: attribution::Attribution,
@@ -198,7 +196,6 @@ impl Gpu {
             hostname,
             kernel_log,
             known: xid::Known::default(),
-            serials: BTreeMap::new(),
             counters: xid::Counters::default(),
             // `build` gives it the configured sysfs root; a source built otherwise (tests) reads no bus.
             presence: present::Presence::new(None, None),
@@ -437,22 +434,11 @@ impl Gpu {
                 continue;
             }
             if !p.tags.iter().any(|(k, _)| k == "serial")
-                && let Some(serial) = uuid.as_ref().and_then(|u| self.serials.get(u))
+                && let Some(serial) = uuid.as_deref().and_then(|u| self.known.serial(u))
             {
-                p.tags.push(("serial".into(), serial.clone()));
+                p.tags.push(("serial".into(), serial.to_string()));
             }
             batch.push(p);
-        }
-    }
-
-    /// Adds the `serial` label to the Xid series of GPUs whose serial the last reading gave: the
-    /// counters are keyed by index and UUID, and a board's serial goes with its UUID.
-    fn with_serials(&self, xids: &mut Batch) {
-        for p in &mut xids.points {
-            let uuid = p.tags.iter().find(|(k, _)| k == "uuid").map(|(_, v)| v);
-            if let Some(serial) = uuid.and_then(|u| self.serials.get(u)) {
-                p.tags.push(("serial".to_string(), serial.clone()));
-            }
         }
     }
 }
@@ -485,8 +471,7 @@ impl Source for Gpu {
             return devices.map(|_| ());
         }
         if let Ok(devices) = &devices {
-            self.known = xid::Known::new(devices);
-            self.serials = devices.iter().filter_map(|d| Some((d.uuid.clone(), d.serial.clone()?))).collect();
+            let mut works = BTreeMap::new();
             for d in devices {
                 let from = batch.points.len();
                 self.device_points(d, now, batch);
@@ -500,6 +485,7 @@ impl Source for Gpu {
                     self.attribution.labels(attribution::GpuRef { uuid: &d.uuid, index: Some(d.index) }, &owners);
                 let mut points = batch.points.split_off(from);
                 self.attribute(&mut points, &work);
+                works.insert(d.uuid.clone(), work);
                 batch.points.append(&mut points);
                 // Per owner already: the workload labels would only repeat the owner's.
                 self.process_points(d, now, batch, &cgroups);
@@ -507,6 +493,7 @@ impl Source for Gpu {
                     dcgm::points(d, &self.hostname, now, batch);
                 }
             }
+            self.known = xid::Known::new(devices, works, &self.known);
         }
         if let Ok(devices) = &devices {
             self.allocation_points(devices, now, batch);
@@ -520,10 +507,8 @@ impl Source for Gpu {
             }
             None => (nvml_xids, Vec::new()),
         };
-        let mut errors = Batch::new();
-        self.counters.xid_points(xids, &self.known, now, &mut errors);
-        self.with_serials(&mut errors);
-        batch.append(&mut errors);
+        let attributed = self.attribution.carries("gpu_xid_errors_total");
+        self.counters.xid_points(xids, &self.known, attributed, now, batch);
         self.counters.sxid_points(sxids, now, batch);
         devices.map(|_| ())
     }

@@ -5,13 +5,17 @@
 //! send 1,500 CPU series, more than its 8 GPUs together. The sysinfo crate adds nothing these four files
 //! do not give, so it is not used.
 
-use super::{Source, SourceError, parse_with};
+use super::procfile::ProcFile;
+use super::{Source, SourceError};
 use crate::batch::{Batch, Point};
 use procfs_core::{ExplicitSystemInfo, FromReadSI, KernelStats, LoadAverage, Meminfo, Uptime};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub struct Host {
-    proc: PathBuf,
+    stat: ProcFile,
+    loadavg: ProcFile,
+    meminfo: ProcFile,
+    uptime: ProcFile,
     /// /proc/stat counts in USER_HZ ticks, which the kernel fixes at 100 on every architecture Linux
     /// runs GPUs on; read from sysconf once anyway.
     ticks_per_second: u64,
@@ -23,24 +27,34 @@ const MODES: [&str; 8] = ["user", "nice", "system", "idle", "iowait", "irq", "so
 
 impl Host {
     pub fn new(procfs_root: &Path) -> Host {
-        Host { proc: procfs_root.to_path_buf(), ticks_per_second: rustix::param::clock_ticks_per_second(), last: None }
+        let file = |name: &str| ProcFile::new(procfs_root.join(name));
+        Host {
+            stat: file("stat"),
+            loadavg: file("loadavg"),
+            meminfo: file("meminfo"),
+            uptime: file("uptime"),
+            ticks_per_second: rustix::param::clock_ticks_per_second(),
+            last: None,
+        }
     }
 
     #[cfg(test)]
     pub(crate) fn with_root(&mut self, procfs_root: &Path) {
-        self.proc = procfs_root.to_path_buf();
+        let last = self.last;
+        *self = Host::new(procfs_root);
+        self.last = last;
         self.ticks_per_second = 100;
     }
 
     fn cpu(&mut self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
-        let path = self.proc.join("stat");
         let si = ExplicitSystemInfo {
             boot_time_secs: 0,
             ticks_per_second: self.ticks_per_second,
             page_size: 4096,
             is_little_endian: cfg!(target_endian = "little"),
         };
-        let stat = KernelStats::from_file(&path, &si).map_err(|e| SourceError::parse(&path, e))?;
+        let text = self.stat.read()?;
+        let stat = KernelStats::from_read(text, &si).map_err(|e| SourceError::parse(self.stat.path(), e))?;
         let t = &stat.total;
         // guest and guest_nice are already inside user and nice.
         let ticks = [
@@ -83,8 +97,8 @@ impl Host {
         Ok(())
     }
 
-    fn load(&self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
-        let l: LoadAverage = parse_with(&self.proc.join("loadavg"))?;
+    fn load(&mut self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
+        let l: LoadAverage = self.loadavg.parse()?;
         batch.push(
             Point::new("host", now)
                 .field("load1", widen(l.one))
@@ -95,8 +109,8 @@ impl Host {
         Ok(())
     }
 
-    fn memory(&self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
-        let m: Meminfo = parse_with(&self.proc.join("meminfo"))?;
+    fn memory(&mut self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
+        let m: Meminfo = self.meminfo.parse()?;
         // MemAvailable exists since Linux 3.14; before it, free + buffers + cached is the usual estimate.
         let available = m.mem_available.unwrap_or(m.mem_free + m.buffers + m.cached);
         batch.push(
@@ -115,8 +129,8 @@ impl Host {
         Ok(())
     }
 
-    fn uptime(&self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
-        let u: Uptime = parse_with(&self.proc.join("uptime"))?;
+    fn uptime(&mut self, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
+        let u: Uptime = self.uptime.parse()?;
         batch.push(Point::new("host", now).field("uptime_seconds", u.uptime));
         Ok(())
     }

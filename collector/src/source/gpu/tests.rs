@@ -459,3 +459,66 @@ fn the_bus_and_expected_gpus_come_from_the_config() {
     assert!(lines.starts_with("gpu_expected_count{} 10\ngpu_found_count{} 2\n"), "{lines}");
     assert_eq!(lines.matches("} 0\n").count(), 6, "{lines}");
 }
+
+/// A backend on which Slurm job 4242 (pid 5120 in the fixture's cgroups) runs on GPU 1 for the first
+/// `job_reads` device readings, then has exited.
+struct JobEnds {
+    inner: fake::Fake,
+    job_reads: u32,
+    calls: u32,
+}
+
+impl GpuBackend for JobEnds {
+    fn devices(&mut self) -> Result<Vec<Device>, BackendError> {
+        self.calls += 1;
+        let mut devices = self.inner.devices()?;
+        if self.calls <= self.job_reads {
+            devices[1].processes =
+                vec![backend::Process { pid: 5120, used_memory_bytes: Some(1 << 30), gpu_instance_id: None }];
+        }
+        Ok(devices)
+    }
+
+    fn xid_events(&mut self) -> Vec<XidEvent> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn an_xid_carries_the_job_its_gpu_served_when_it_was_logged() {
+    use crate::config::{AttributionSettings, Kubernetes, SlurmSettings};
+    let log = Log::new();
+    let backend = JobEnds { inner: h100(), job_reads: 1, calls: 0 };
+    let mut g = Gpu::for_tests(Box::new(backend), &golden::fixture("gpu/proc"), false).with_kernel_log(&log.path);
+    // Slurm from the processes' cgroups; no controller to ask for user and partition.
+    let slurm = SlurmSettings { scontrol: "/nonexistent/scontrol".into(), ..SlurmSettings::default() };
+    let settings = AttributionSettings { kubernetes: Kubernetes::Off, slurm: Some(slurm), ..Default::default() };
+    g.attribution = attribution::Attribution::new(&settings);
+    let xid_13 = "[ 90.0] NVRM: Xid (PCI:0000:2a:00): 13, pid=5120, name=python, Graphics Exception\n";
+    let mut lines = Vec::new();
+    // 1: the job runs and faults. 2: it has exited by this reading, its Xid logged before: still its
+    // own. 3: the job is gone from both readings: its counter's last sample. 4: an Xid on the idle
+    // GPU is no one's.
+    for (t, xid) in [(1_000, true), (2_000, true), (3_000, false), (4_000, true)] {
+        if xid {
+            log.append(xid_13);
+        }
+        let mut b = Batch::new();
+        g.collect(t, &mut b).unwrap();
+        let gpu1: Vec<String> =
+            xid_lines(&b).lines().filter(|l| l.contains(r#"gpu="1""#)).map(|l| format!("{t}: {l}")).collect();
+        lines.extend(gpu1);
+    }
+    expect_test::expect![[r#"
+        1000: gpu_xid_errors_total{code="13", gpu="1", serial="1654922010498", slurm_job="4242", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0
+        1000: gpu_xid_errors_total{code="13", gpu="1", serial="1654922010498", slurm_job="4242", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 1
+        1000: gpu_xid{code="13", gpu="1", serial="1654922010498", slurm_job="4242", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} "[ 90.0] NVRM: Xid (PCI:0000:2a:00): 13, pid=5120, name=python, Graphics Exception"
+        2000: gpu_xid_errors_total{code="13", gpu="1", serial="1654922010498", slurm_job="4242", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 2
+        2000: gpu_xid{code="13", gpu="1", serial="1654922010498", slurm_job="4242", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} "[ 90.0] NVRM: Xid (PCI:0000:2a:00): 13, pid=5120, name=python, Graphics Exception"
+        3000: gpu_xid_errors_total{code="13", gpu="1", serial="1654922010498", slurm_job="4242", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 2
+        4000: gpu_xid_errors_total{code="13", gpu="1", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 0
+        4000: gpu_xid_errors_total{code="13", gpu="1", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} 1
+        4000: gpu_xid{code="13", gpu="1", serial="1654922010498", uuid="GPU-a7c3e9d1-2b44-4e0a-8c5f-6d9e8f7a1b20"} "[ 90.0] NVRM: Xid (PCI:0000:2a:00): 13, pid=5120, name=python, Graphics Exception"
+    "#]]
+    .assert_eq(&(lines.join("\n") + "\n"));
+}

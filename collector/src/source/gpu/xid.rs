@@ -9,26 +9,49 @@ use crate::batch::{Batch, Point};
 use std::collections::BTreeMap;
 
 /// The GPUs of the last device reading that succeeded: an Xid names its GPU by index (NVML) or PCI
-/// address (kernel log), and keeps its `gpu` and `uuid` labels while NVML fails.
+/// address (kernel log), and keeps its `gpu`, `uuid` and `serial` labels while NVML fails. Each GPU
+/// also keeps the workload it served at that reading and at the one before, so an Xid is put on the
+/// job that was running when it was logged: a job an Xid kills has often exited by the next reading.
 #[derive(Debug, Default)]
 pub struct Known {
     gpus: Vec<KnownGpu>,
 }
 
+/// Workload labels (`namespace`, `pod`, `container`, `slurm_*`), as attribution gives them.
+pub type Work = Vec<(&'static str, String)>;
+
 #[derive(Debug)]
 struct KnownGpu {
     index: u32,
     uuid: String,
+    serial: Option<String>,
     bus: Option<(u32, u32, u32)>,
+    /// The workload at this reading, and at the one before.
+    work: Work,
+    recent: Work,
 }
 
 impl Known {
-    pub fn new(devices: &[Device]) -> Known {
+    /// The GPUs of `devices`, `work` the workload of each by UUID (none for a GPU not in it); `before`
+    /// the previous reading's, whose workloads become the recent ones.
+    pub fn new(devices: &[Device], mut work: BTreeMap<String, Work>, before: &Known) -> Known {
         let gpus = devices
             .iter()
-            .map(|d| KnownGpu { index: d.index, uuid: d.uuid.clone(), bus: kmsg::bus_key(&d.pci_bus_id) })
+            .map(|d| KnownGpu {
+                index: d.index,
+                uuid: d.uuid.clone(),
+                serial: d.serial.clone(),
+                bus: kmsg::bus_key(&d.pci_bus_id),
+                work: work.remove(&d.uuid).unwrap_or_default(),
+                recent: before.gpus.iter().find(|g| g.uuid == d.uuid).map(|g| g.work.clone()).unwrap_or_default(),
+            })
             .collect();
         Known { gpus }
+    }
+
+    /// The serial number of the GPU with `uuid`, from the last reading.
+    pub fn serial(&self, uuid: &str) -> Option<&str> {
+        self.gpus.iter().find(|g| g.uuid == uuid)?.serial.as_deref()
     }
 
     fn find(&self, e: &XidEvent) -> Option<&KnownGpu> {
@@ -41,6 +64,11 @@ impl Known {
             (None, None) => None,
         }
     }
+
+    /// Whether `work` still runs on the GPU with `uuid` (at this reading or the one before).
+    fn serves(&self, uuid: &str, work: &Work) -> bool {
+        self.gpus.iter().any(|g| g.uuid == uuid && (g.work == *work || g.recent == *work))
+    }
 }
 
 /// Counts since the collector started.
@@ -51,19 +79,36 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// Counts `events`, writes one event per GPU and code, and every Xid counter.
-    pub fn xid_points(&mut self, events: Vec<XidEvent>, known: &Known, now: i64, batch: &mut Batch) {
+    /// Counts `events`, writes one event per GPU and code, and every Xid counter. With `attributed`, an
+    /// Xid also carries the workload its GPU served when it was logged (the last reading's, or the one
+    /// before where the last found none), so an application fault reaches the job's owner; a job's
+    /// counters end once the job no longer runs on the GPU.
+    pub fn xid_points(&mut self, events: Vec<XidEvent>, known: &Known, attributed: bool, now: i64, batch: &mut Batch) {
         let keyed = events.into_iter().map(|e| {
             let gpu = known.find(&e);
+            let work = match gpu {
+                Some(g) if attributed => {
+                    if g.work.is_empty() {
+                        g.recent.clone()
+                    } else {
+                        g.work.clone()
+                    }
+                }
+                _ => Work::new(),
+            };
             let key = XidKey {
                 gpu: gpu.map(|g| g.index).or(e.gpu).map(|i| i.to_string()).unwrap_or_default(),
                 uuid: gpu.map(|g| g.uuid.clone()).unwrap_or_default(),
+                serial: gpu.and_then(|g| g.serial.clone()).unwrap_or_default(),
                 pci_bus_id: if gpu.is_none() { e.pci_bus_id.clone().unwrap_or_default() } else { String::new() },
                 code: e.code,
+                work,
             };
             (key, e.message)
         });
         write(&mut self.xids, keyed, now, batch);
+        // Written once more above, their last sample: then a finished job's series end.
+        self.xids.retain(|k, _| k.work.is_empty() || known.serves(&k.uuid, &k.work));
     }
 
     /// Counts SXid errors, writes one event per NVSwitch, code and severity, and every SXid counter.
@@ -131,8 +176,10 @@ fn burst_label(n: u64) -> String {
 struct XidKey {
     gpu: String,
     uuid: String,
+    serial: String,
     pci_bus_id: String,
     code: u64,
+    work: Work,
 }
 
 impl ErrorSeries for XidKey {
@@ -140,10 +187,16 @@ impl ErrorSeries for XidKey {
     const EVENT: &'static str = "xid";
 
     fn tags(&self, p: Point) -> Point {
-        p.tag("gpu", &self.gpu)
+        let mut p = p
+            .tag("gpu", &self.gpu)
             .tag("uuid", &self.uuid)
+            .tag("serial", &self.serial)
             .tag("pci_bus_id", &self.pci_bus_id)
-            .tag("code", self.code.to_string())
+            .tag("code", self.code.to_string());
+        for (k, v) in &self.work {
+            p = p.tag(k, v);
+        }
+        p
     }
 
     fn log(&self, n: u64, message: &str) {

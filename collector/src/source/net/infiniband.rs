@@ -54,11 +54,12 @@ const HW_COUNTERS: &[(&str, &str)] = &[
     ("resp_cqe_error", "responder_cqe_errors_total"),
 ];
 
-/// Writes one `ib` point per port. A machine without `/sys/class/infiniband` has no ports: not an error.
-pub(super) fn collect(class: &Path, now: i64, batch: &mut Batch) -> Result<(), SourceError> {
+/// Writes one `ib` point per port; false when there is no `/sys/class/infiniband`. A machine without
+/// it has no ports: not an error.
+pub(super) fn collect(class: &Path, now: i64, batch: &mut Batch) -> Result<bool, SourceError> {
     let devices = match std::fs::read_dir(class) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(SourceError::io(class, e)),
     };
     let mut devices: Vec<_> = devices.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
@@ -90,7 +91,7 @@ pub(super) fn collect(class: &Path, now: i64, batch: &mut Batch) -> Result<(), S
             batch.push(p);
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {
