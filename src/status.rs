@@ -1,5 +1,5 @@
 //! The built-in status page at `/` and `/status`: incidents and firing alerts (with acknowledge and
-//! silence), top anomalies, forecast against actual and capacity recommendations, read from Argus' own
+//! silence), the firing alerts held back from notification and why, top anomalies, forecast against actual and capacity recommendations, read from Argus' own
 //! APIs by a small hand-written script. Everything is embedded in the binary; nothing is fetched from
 //! elsewhere (the Content-Security-Policy says so to the browser).
 //!

@@ -1,6 +1,7 @@
 //! alertd's HTTP API: Alertmanager's API v2 (`/api/v2/…`, the shapes of Alertmanager 0.25's
 //! api/v2/openapi.yaml, so Prometheus, vmalert and `amtool` work unchanged) and alertd's history
-//! API (`/api/v1/incidents`, `/api/v1/notifications`). The engine is shared with its timer loop
+//! API (`/api/v1/incidents`, `/api/v1/notifications`), and the alerts held back from notification
+//! (`/api/v1/suppressed`). The engine is shared with its timer loop
 //! (`runner::Shared`): posts go through the engine's lock, reads see live alerts and groups.
 
 mod alerts;
@@ -9,6 +10,7 @@ mod history;
 pub mod openapi;
 mod reload;
 mod silences;
+pub mod suppressed;
 
 use crate::db::Db;
 use crate::runner::Shared;
@@ -66,6 +68,7 @@ fn routes() -> OpenApiRouter<State> {
         .routes(routes!(history::ack_incident))
         .routes(routes!(history::silence_incident))
         .routes(routes!(history::get_notifications))
+        .routes(routes!(suppressed::get_suppressed))
         .routes(routes!(reload::post_reload))
 }
 

@@ -8,6 +8,7 @@ pub mod batch;
 pub mod dingtalk;
 pub mod email;
 pub mod feishu;
+mod held;
 mod http;
 pub mod limit;
 pub mod metrics;
@@ -308,6 +309,10 @@ impl Notifier for OutboxNotifier {
         Ok(())
     }
 
+    fn suppressed(&self) -> Option<Arc<crate::suppressed::Suppressed>> {
+        Some(self.outbox.suppressed().clone())
+    }
+
     /// Prunes delivered and failed outbox entries finished `retention` before `now`; pending ones stay.
     fn gc(&self, now: crate::time::Timestamp, retention: Duration) {
         let before = (now - retention).millis();
@@ -353,7 +358,9 @@ impl Deliverer {
     }
 
     /// Counts into `metrics`: those of the deliverer this one replaces on a reload, already registered.
+    /// The outbox's held-back ledger is counted there too.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Deliverer {
+        self.outbox.suppressed().count_into(metrics.suppressed_records.clone(), metrics.suppressed_dropped.clone());
         self.metrics = metrics;
         self
     }
@@ -451,7 +458,12 @@ impl Worker {
                     if !wait.is_zero() {
                         // Held by the rate limit: what piles up meanwhile goes out as one message.
                         held = true;
-                        tokio::time::sleep(wait).await;
+                        self.hold_for_storm(limit, &entry, wait);
+                        // A notification that comes meanwhile is recorded as held too.
+                        tokio::select! {
+                            _ = tokio::time::sleep(wait) => {}
+                            _ = wake.notified() => {}
+                        }
                         continue;
                     }
                     match std::mem::take(&mut held).then(|| self.outbox.due(&self.name, now_millis(), MAX_BATCH)) {
@@ -462,6 +474,17 @@ impl Worker {
             };
             self.attempt(batch).await;
         }
+    }
+
+    /// Records the notifications waiting behind the rate limit (the first of them `entry`) as held
+    /// back by storm control for `wait`.
+    fn hold_for_storm(&self, limit: &Window, entry: &outbox::Entry, wait: Duration) {
+        let now = now_millis();
+        let mut waiting = self.outbox.due(&self.name, i64::MAX, MAX_BATCH).unwrap_or_default();
+        if waiting.is_empty() {
+            waiting.push(entry.clone());
+        }
+        held::storm(&self.outbox, &self.name, &waiting, limit, wait, now);
     }
 
     /// Sends one entry, or a batch of them as one message, and records the outcome for each.
@@ -484,6 +507,7 @@ impl Worker {
             Ok(()) => {
                 count("delivered");
                 tracing::debug!(%receiver, integration = %self.name, %key, attempt, batched = n, "Notification delivered");
+                held::released(&self.outbox, &self.name, &batch, now);
                 batch.iter().try_for_each(|e| {
                     self.outbox.finish(e.id, State::Delivered, None, now)?;
                     self.outbox.finished(e, State::Delivered);
@@ -502,12 +526,14 @@ impl Worker {
                 let give_up_at =
                     oldest.saturating_add(i64::try_from(self.policy.give_up_after.as_millis()).unwrap_or(i64::MAX));
                 let at = now.saturating_add(1).saturating_add(wait_ms).min(give_up_at.max(now + 1));
+                held::failing(&self.outbox, &self.name, &batch, &error, attempt, Some(at), now);
                 batch.iter().try_for_each(|e| self.outbox.retry_at(e.id, at, &error.to_string()))
             }
             Err(error) => {
                 count("failed");
                 tracing::error!(%receiver, integration = %self.name, %key, attempt, batched = n, retryable = error.is_retryable(), %error, "Notification failed, giving up");
                 let reason = error.to_string();
+                held::failing(&self.outbox, &self.name, &batch, &error, attempt, None, now);
                 batch.iter().try_for_each(|e| {
                     self.outbox.finish(e.id, State::Failed, Some(&reason), now)?;
                     self.outbox.finished(e, State::Failed);

@@ -18,6 +18,8 @@ pub struct AggrGroup {
     pub key: String,
     /// `route id:group labels`: the route group the incident belongs to.
     pub route_group: String,
+    /// The route's path in the routing tree (its key), e.g. `{}/{severity="page"}`.
+    pub route: String,
     pub opts: RouteOpts,
     pub labels: Labels,
     pub incident: Option<u64>,
@@ -51,8 +53,16 @@ pub fn route_group(route: &Route, group_labels: &Labels) -> String {
 
 impl Dispatcher {
     /// Puts an alert (already merged in the store) into its group on `route`, making the group when
-    /// needed.
-    pub fn insert(&mut self, route: &Route, group_labels: Labels, incident: Option<u64>, alert: Alert, now: Timestamp) {
+    /// needed. Returns the group, and whether the alert is news to it: firing, where the group held
+    /// no firing alert of that fingerprint before.
+    pub fn insert(
+        &mut self,
+        route: &Route,
+        group_labels: Labels,
+        incident: Option<u64>,
+        alert: Alert,
+        now: Timestamp,
+    ) -> (&AggrGroup, bool) {
         let route_group = route_group(route, &group_labels);
         let suffix = incident.map(|n| format!(":incident={n}")).unwrap_or_default();
         let id = format!("{route_group}{suffix}");
@@ -63,6 +73,7 @@ impl Dispatcher {
                 id: id.clone(),
                 key: format!("{}:{}{suffix}", route.key, group_labels),
                 route_group,
+                route: route.key.clone(),
                 opts: route.opts.clone(),
                 labels: group_labels,
                 incident,
@@ -77,7 +88,10 @@ impl Dispatcher {
             g.next_flush = now;
             self.timers.insert((now, id));
         }
-        g.alerts.insert(alert.fingerprint(), alert);
+        let fp = alert.fingerprint();
+        let news = !alert.resolved_at(now) && g.alerts.get(&fp).is_none_or(|a| a.resolved_at(now));
+        g.alerts.insert(fp, alert);
+        (g, news)
     }
 
     pub fn next_deadline(&self) -> Option<Timestamp> {

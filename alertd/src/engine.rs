@@ -17,6 +17,7 @@ use crate::notify::{
 };
 use crate::silence::{Silencer, Silences};
 use crate::store::AlertStore;
+use crate::suppressed::{HeldRoute, Hold, Reason, Source, Suppressed, Timer};
 use crate::time::Timestamp;
 use std::cell::Cell;
 use std::sync::Arc;
@@ -71,6 +72,9 @@ pub struct Engine {
     memory: Option<Arc<dyn MemorySink>>,
     /// Batches of alerts received while intake is held (`hold_intake`), in order.
     held: Option<Vec<Vec<Alert>>>,
+    /// Every alert held back from notification and why; shared with delivery (through the
+    /// notifier) and the API.
+    suppressed: Arc<Suppressed>,
 }
 
 impl Engine {
@@ -114,6 +118,7 @@ impl Engine {
             ],
         };
         Engine {
+            suppressed: notifier.suppressed().unwrap_or_default(),
             flap: cfg.flap.clone().map(FlapDetector::new),
             correlator: cfg.correlation.clone().map(Correlator::new),
             escalator: Escalator::new(cfg.escalation.clone()),
@@ -329,6 +334,12 @@ impl Engine {
                 self.remember(|e| e.flap_memory(fp));
             }
             self.inhibitor.observe(&put.alert);
+            if put.alert.resolved_at(now) {
+                // Resolved: nothing holds back a page for it any more.
+                let fp = put.alert.fingerprint();
+                self.suppressed.release(fp, Source::Engine, now, |_| true);
+                self.suppressed.release(fp, Source::Delivery, now, |_| true);
+            }
             self.dispatch(&put.alert, now);
         }
         self.expire_resolved_silences(now);
@@ -344,7 +355,28 @@ impl Engine {
                 Some(c) => c.assign(&group, alert, now),
                 None => None,
             };
-            self.dispatcher.insert(route, labels, incident, alert.clone(), now);
+            let (g, news) = self.dispatcher.insert(route, labels, incident, alert.clone(), now);
+            // The dispatcher's timer decides when a new alert is first notified.
+            let due = g.next_flush + self.peer_wait;
+            if news && due > now {
+                let timer = if g.has_flushed { Timer::GroupInterval } else { Timer::GroupWait };
+                let route = HeldRoute {
+                    receiver: g.opts.receiver.clone(),
+                    route: g.route.clone(),
+                    group_key: g.key.clone(),
+                    integration: String::new(),
+                    group: g.id.clone(),
+                };
+                let reason = Reason::Grouped { timer, incident: g.incident, new_alerts: None, needed: None };
+                let hold = Hold {
+                    fingerprint: alert.fingerprint(),
+                    labels: alert.labels.clone(),
+                    route,
+                    reason,
+                    until: Some(due),
+                };
+                self.suppressed.hold(Source::Engine, hold, now);
+            }
             if let (Some(id), Some(c)) = (incident, &self.correlator)
                 && self.memory.is_some()
                 && c.stale(&group, id)
@@ -387,6 +419,11 @@ impl Engine {
                 next.escalator = std::mem::take(&mut self.escalator);
             }
         }
+        if next.notifier.suppressed().is_none() {
+            next.suppressed = self.suppressed.clone();
+        }
+        // The groups are made anew: their holds are recorded again as the new groups decide.
+        next.suppressed.release_all(Source::Engine, now);
         let held: Vec<Alert> = next.store.iter().cloned().collect();
         for a in &held {
             next.inhibitor.observe(a);
@@ -579,6 +616,9 @@ impl Engine {
             incident,
             escalation,
             sent: Cell::new(false),
+            group_id: &group.id,
+            route: &group.route,
+            holds: Default::default(),
         }
     }
 
@@ -593,6 +633,7 @@ impl Engine {
         let origin = incident.map(|(_, i)| (i.origin.clone(), i.id, i.opened_at));
         let mut ok = true;
         let mut sent_any = false;
+        let mut holds = Vec::new();
         for integration in receiver.integrations() {
             let ctx = self.ctx(at, receiver, integration, group, incident, None);
             match self.pipeline.exec(&ctx, alerts.clone()) {
@@ -602,7 +643,11 @@ impl Engine {
                     ok = false;
                 }
             }
+            holds.extend(ctx.holds.take());
         }
+        // What this flush held back stands; every other hold of the group's alerts is over.
+        let fps: Vec<_> = group.alerts.keys().copied().collect();
+        self.suppressed.settle_group(&group.id, &fps, holds, at);
         if sent_any && let (Some(c), Some((origin, id, opened_at))) = (&mut self.correlator, origin) {
             c.record_sent(&origin, at);
             let route_group = group.route_group.clone();
@@ -638,6 +683,13 @@ impl Engine {
         if let Some(sink) = &self.memory {
             sink.gc(now);
         }
+        let store = &self.store;
+        self.suppressed.sweep(now, |fp| store.get(fp).is_some_and(|a| !a.resolved_at(now)));
+    }
+
+    /// Every alert held back from notification, and why (shared with delivery and the API).
+    pub fn suppressed(&self) -> &Arc<Suppressed> {
+        &self.suppressed
     }
 
     /// Every alert held (firing, and resolved ones not yet forgotten), for the API.

@@ -71,6 +71,21 @@ impl FlapDetector {
         }
     }
 
+    /// Why a flapping alert is held back at `now`: its change count and the flap settings, until
+    /// it settles (when nothing changes meanwhile). None when it is not flapping.
+    pub fn flap_hold(&self, fp: Fingerprint, now: Timestamp) -> Option<(crate::suppressed::Reason, Option<Timestamp>)> {
+        let changes = self.flapping(fp, now)?;
+        let last_change = self.states.get(&fp)?.last_change?;
+        let reason = crate::suppressed::Reason::Flapping {
+            changes,
+            threshold: self.cfg.threshold,
+            window_seconds: self.cfg.window.as_secs(),
+            settle_seconds: self.cfg.settle.as_secs(),
+            last_change,
+        };
+        Some((reason, Some(last_change + self.cfg.settle)))
+    }
+
     /// The alert's recent changes (oldest first) and its change count while flapping; None for an
     /// alert not worth sharing: one that has changed once at most (a replica that starts later
     /// sees that much on its own).

@@ -2,6 +2,7 @@
 
 use crate::alert::{Alert, Fingerprint};
 use crate::mute::Muter;
+use crate::suppressed::{InhibitedBy, InhibitingAlert, Reason};
 use crate::time::Timestamp;
 use argus_model::{Labels, Matcher};
 use std::collections::HashMap;
@@ -82,19 +83,36 @@ impl Muter for Inhibitor {
     /// Alertmanager's `Inhibitor.Mutes`: a rule whose target matches mutes when one of its source
     /// alerts is firing at `now` and agrees on every `equal` label (absent equals absent). Where the
     /// alert matches the source side too, sources that also match the target side are skipped, so
-    /// two alerts never inhibit each other and an alert never inhibits itself.
-    fn mutes(&self, labels: &Labels, now: Timestamp) -> bool {
+    /// two alerts never inhibit each other and an alert never inhibits itself. Every rule that mutes
+    /// is named, with its inhibiting alerts; it lasts until they resolve.
+    fn muted_by(&self, labels: &Labels, now: Timestamp) -> Option<(Reason, Option<Timestamp>)> {
         let sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-        for (rule, cache) in self.rules.iter().zip(sources.iter()) {
+        let mut rules = Vec::new();
+        for (i, (rule, cache)) in self.rules.iter().zip(sources.iter()).enumerate() {
             if !all_match(&rule.target, labels) {
                 continue;
             }
             let two_sided = all_match(&rule.source, labels);
-            let hit = cache.values().any(|s| inhibits(rule, s, labels, now, two_sided));
-            if hit {
-                return true;
+            let mut alerts: Vec<&Alert> =
+                cache.values().filter(|s| inhibits(rule, s, labels, now, two_sided)).collect();
+            if alerts.is_empty() {
+                continue;
             }
+            alerts.sort_by_key(|a| a.fingerprint());
+            rules.push(InhibitedBy {
+                rule: i,
+                source_matchers: rule.source.iter().map(|m| m.to_string()).collect(),
+                target_matchers: rule.target.iter().map(|m| m.to_string()).collect(),
+                equal: rule.equal.clone(),
+                alerts: alerts
+                    .iter()
+                    .map(|a| InhibitingAlert {
+                        fingerprint: a.fingerprint().to_string(),
+                        labels: a.labels.iter().map(|l| (l.name.clone(), l.value.clone())).collect(),
+                    })
+                    .collect(),
+            });
         }
-        false
+        (!rules.is_empty()).then_some((Reason::Inhibited { rules }, None))
     }
 }

@@ -31,6 +31,7 @@ pub mod rules;
 pub mod runner;
 pub mod silence;
 pub mod store;
+pub mod suppressed;
 pub mod time;
 pub mod timeinterval;
 pub mod webhook;

@@ -17,11 +17,12 @@ use crate::flap::FlapDetector;
 use crate::incident::{Correlator, Incident};
 use crate::receiver::{Integration, Receiver};
 use crate::route::RouteOpts;
+use crate::suppressed::{HeldRoute, Hold, Reason};
 use crate::time::Timestamp;
 use crate::timeinterval::TimeInterval;
 use crate::webhook::Message;
 use argus_model::Labels;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -43,6 +44,31 @@ pub struct Ctx<'a> {
     /// Set when this is an escalation: how long the incident went unacknowledged.
     pub escalation: Option<std::time::Duration>,
     pub sent: Cell<bool>,
+    /// The dispatcher's id of the group, and its route's path, for held-back records.
+    pub group_id: &'a str,
+    pub route: &'a str,
+    /// The alerts the stages held back in this run, and why; the engine records them.
+    pub holds: RefCell<Vec<Hold>>,
+}
+
+impl Ctx<'_> {
+    /// Notes that a stage holds back `alert` for `reason` until `until` (where known): on the whole
+    /// route, or only on this integration (`per_integration`). Only firing alerts are held back: a
+    /// resolution that is not sent pages no one.
+    pub fn hold(&self, alert: &Alert, reason: Reason, until: Option<Timestamp>, per_integration: bool) {
+        if alert.resolved_at(self.now) {
+            return;
+        }
+        let route = HeldRoute {
+            receiver: self.receiver.name.clone(),
+            route: self.route.to_string(),
+            group_key: self.group_key.to_string(),
+            integration: if per_integration { self.recipient.clone() } else { String::new() },
+            group: self.group_id.to_string(),
+        };
+        let h = Hold { fingerprint: alert.fingerprint(), labels: alert.labels.clone(), route, reason, until };
+        self.holds.borrow_mut().push(h);
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +126,12 @@ pub struct Notification {
 /// Where the send stage hands notifications: an HTTP client, a channel, or a recorder.
 pub trait Notifier: Send + Sync {
     fn notify(&self, n: Notification) -> Result<(), NotifyError>;
+
+    /// The held-back ledger that the notifier's delivery records into, which the engine then
+    /// records into as well; None for a notifier that holds nothing back.
+    fn suppressed(&self) -> Option<std::sync::Arc<crate::suppressed::Suppressed>> {
+        None
+    }
 
     /// Housekeeping, from the engine's: forgets what the notifier keeps of notifications finished
     /// `retention` or more before `now`.

@@ -98,6 +98,9 @@ pub struct Outbox {
     /// Told of every entry that leaves `pending` (a cluster replica confirms its notification log
     /// entry to its peers then).
     observer: std::sync::RwLock<Option<Observer>>,
+    /// The alerts its delivery workers hold back (rate limits, failing receivers), in the ledger
+    /// the engine that feeds this outbox records into too.
+    suppressed: Arc<crate::suppressed::Suppressed>,
 }
 
 /// Called with each entry that was delivered or failed for good.
@@ -108,7 +111,8 @@ impl Outbox {
     pub fn open(path: &Path) -> Result<Outbox, OutboxError> {
         let p = path.display().to_string();
         let conn = Connection::open(path).map_err(|source| OutboxError::Sqlite { path: p.clone(), source })?;
-        let outbox = Outbox { path: p, conn: Mutex::new(conn), observer: Default::default() };
+        let outbox =
+            Outbox { path: p, conn: Mutex::new(conn), observer: Default::default(), suppressed: Default::default() };
         outbox.with(|c| {
             // WAL lets the other tables' writers in the same file work beside the delivery workers.
             c.pragma_update(None, "journal_mode", "WAL")?;
@@ -116,6 +120,11 @@ impl Outbox {
             c.execute_batch(SCHEMA)
         })?;
         Ok(outbox)
+    }
+
+    /// The held-back ledger of this outbox's delivery (and of the engine that feeds it).
+    pub fn suppressed(&self) -> &Arc<crate::suppressed::Suppressed> {
+        &self.suppressed
     }
 
     fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, OutboxError> {

@@ -1,6 +1,7 @@
 //! Silences: matchers with a time window, behind `Silences`: in memory here, in SQLite in `db`.
 
 use crate::mute::Muter;
+use crate::suppressed::{Reason, SilencedBy};
 use crate::time::Timestamp;
 use argus_model::{Labels, MatchOp, Matcher};
 use serde::{Deserialize, Serialize};
@@ -198,7 +199,25 @@ pub fn new_id() -> String {
 pub struct Silencer(pub Arc<dyn Silences>);
 
 impl Muter for Silencer {
-    fn mutes(&self, labels: &Labels, now: Timestamp) -> bool {
-        self.0.list().iter().any(|s| s.active_at(now) && s.matches(labels))
+    /// The active silences that match, until the last of them ends.
+    fn muted_by(&self, labels: &Labels, now: Timestamp) -> Option<(Reason, Option<Timestamp>)> {
+        let mut by: Vec<Silence> =
+            self.0.list().into_iter().filter(|s| s.active_at(now) && s.matches(labels)).collect();
+        if by.is_empty() {
+            return None;
+        }
+        by.sort_by(|a, b| a.id.cmp(&b.id));
+        let until = by.iter().map(|s| s.ends_at).max();
+        let silences = by
+            .into_iter()
+            .map(|s| SilencedBy {
+                id: s.id,
+                created_by: s.created_by,
+                comment: s.comment,
+                ends_at: s.ends_at,
+                until_resolved: s.until_resolved,
+            })
+            .collect();
+        Some((Reason::Silenced { silences }, until))
     }
 }

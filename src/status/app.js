@@ -186,6 +186,67 @@ async function loadAlerts() {
   );
 }
 
+// Why a firing alert is not being notified, one line per reason that holds it now
+// (`GET /api/v1/suppressed`). An alert already notified and waiting for its repeat is not listed.
+function heldWhy(r) {
+  const where = r.integration || r.receiver;
+  switch (r.reason) {
+    case "silenced":
+      return "silenced by " + r.silences.map((s) => `${s.id} (${s.createdBy}: ${s.comment})`).join(", ");
+    case "inhibited":
+      return r.rules
+        .map((x) => `inhibited by rule ${x.rule} (${x.sourceMatchers.join(", ")}) through ${x.alerts.map((a) => labelText(a.labels)).join("; ")}`)
+        .join("; ");
+    case "flapping":
+      return `flapping: ${r.changes} state changes (${r.threshold} within ${r.windowSeconds}s), released ${r.settleSeconds}s after the last`;
+    case "storm":
+      return `storm control on ${where}: at most ${r.maxMessages} per ${r.perSeconds}s, ${r.waiting} waiting to go out as one message`;
+    case "grouped": {
+      const incident = r.incident !== undefined ? ` of incident ${r.incident}` : "";
+      const burst = r.timer === "backoff" ? ` (${r.newAlerts} new alerts, ${r.needed} needed)` : "";
+      return `waiting for ${r.timer}${incident}${burst} on route ${r.route} to ${r.receiver}`;
+    }
+    case "time_interval":
+      return `${r.field} of route ${r.route}: ${r.intervals.join(", ")}`;
+    case "delivery":
+      return `delivery to ${where} ${r.gaveUp ? "gave up" : "failing"} after ${r.attempts} attempts: ${r.error}`;
+    default:
+      return r.reason;
+  }
+}
+
+async function loadHeld() {
+  let alerts;
+  try {
+    alerts = (await envelope("/api/v1/suppressed")) || [];
+  } catch (e) {
+    if (e.status !== 401 && e.status !== 403) throw e;
+    fill("held", []);
+    document.querySelector("#held .empty").textContent = `Not shown: ${e.message}.`;
+    return;
+  }
+  const rows = [];
+  for (const a of alerts) {
+    if (a.state !== "firing") continue;
+    const open = a.reasons.filter((r) => !r.endedAt && !(r.reason === "grouped" && r.timer === "repeat_interval"));
+    for (const r of open) {
+      rows.push(
+        el(
+          "tr",
+          { "data-fingerprint": a.fingerprint, "data-reason": r.reason },
+          el("td", { class: "firing" }, a.labels.alertname || ""),
+          el("td", { class: "labels" }, labelText(a.labels, ["alertname"])),
+          el("td", {}, heldWhy(r)),
+          el("td", {}, time(r.since)),
+          el("td", {}, r.until ? time(r.until) : ""),
+        ),
+      );
+    }
+  }
+  fill("held", rows);
+  document.querySelector("#held .empty").textContent = "No firing alert is held back.";
+}
+
 const DURATIONS = { "30m": 30 * 60e3, "1h": 3600e3, "4h": 4 * 3600e3, "24h": 24 * 3600e3 };
 
 async function silence(labels, duration) {
@@ -518,6 +579,7 @@ async function refresh() {
       loadDemo(),
       loadIncidents(),
       loadAlerts(),
+      loadHeld(),
       loadAnomalies(),
       loadForecasts(),
       loadCapacity(),

@@ -63,7 +63,7 @@ impl IntoResponse for V1Error {
 }
 
 /// A time parameter: Unix seconds (with a fraction) or RFC 3339.
-fn time(p: &Params, name: &str) -> Result<Option<Timestamp>, ApiError> {
+pub(super) fn time(p: &Params, name: &str) -> Result<Option<Timestamp>, ApiError> {
     let Some((_, v)) = p.iter().rev().find(|(k, _)| k == name) else { return Ok(None) };
     if let Ok(secs) = v.parse::<f64>()
         && secs.is_finite()

@@ -15,6 +15,7 @@ use utoipa::{IntoResponses, OpenApi, ToSchema};
 pub(super) const AM_TAG: &str = "alertmanager";
 pub(super) const HISTORY_TAG: &str = "incidents";
 pub(super) const SCHEDULER_TAG: &str = "scheduler";
+pub(super) const SUPPRESSED_TAG: &str = "suppressed";
 
 /// What the document says besides its operations: the routers built with `routes!` add those from
 /// their handlers.
@@ -23,6 +24,7 @@ pub(super) const SCHEDULER_TAG: &str = "scheduler";
     (name = AM_TAG, description = "Alertmanager's API v2: alerts, groups, silences, status, receivers"),
     (name = HISTORY_TAG, description = "alertd's history: incidents (with acknowledgement) and notifications"),
     (name = SCHEDULER_TAG, description = "Capacity plans for the scheduler receivers"),
+    (name = SUPPRESSED_TAG, description = "Alerts held back from notification, and what held them"),
 ))]
 pub(super) struct AlertdApi;
 

@@ -458,6 +458,7 @@ fn the_document_lists_every_operation_served() {
             "DELETE /api/v2/silence/{id}",
             "GET /api/v1/incidents",
             "GET /api/v1/notifications",
+            "GET /api/v1/suppressed",
             "GET /api/v2/alerts",
             "GET /api/v2/alerts/groups",
             "GET /api/v2/receivers",

@@ -309,6 +309,10 @@ impl Notifier for HistoryNotifier {
         self.inner.gc(now, retention);
     }
 
+    fn suppressed(&self) -> Option<std::sync::Arc<crate::suppressed::Suppressed>> {
+        self.inner.suppressed()
+    }
+
     fn gc_history(&self, now: Timestamp, retention: std::time::Duration) {
         match self.db.prune_history(now - retention) {
             Ok(0) => {}

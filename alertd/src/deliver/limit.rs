@@ -18,6 +18,15 @@ impl Window {
         Window { max: max.max(1), per, sent: Mutex::new(VecDeque::new()) }
     }
 
+    /// At most this many sends in any `per`.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    pub fn per(&self) -> Duration {
+        self.per
+    }
+
     /// The vendors' limit for group robots: 20 a minute.
     pub fn robot() -> Window {
         Window::new(20, Duration::from_secs(60))

@@ -3,6 +3,7 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -17,6 +18,10 @@ pub struct Outcome {
 #[derive(Default)]
 pub struct Metrics {
     pub notifications: Family<Outcome, Counter>,
+    /// Records in the held-back ledger (`GET /api/v1/suppressed`), open and ended.
+    pub suppressed_records: Gauge,
+    /// Records dropped from the ledger at its cap.
+    pub suppressed_dropped: Counter,
 }
 
 impl Metrics {
@@ -26,6 +31,16 @@ impl Metrics {
             "notifications",
             "Notification send attempts by receiver, integration kind and outcome",
             self.notifications.clone(),
+        );
+        r.register(
+            "suppressed_records",
+            "Held-back alert records kept for /api/v1/suppressed, open and ended",
+            self.suppressed_records.clone(),
+        );
+        r.register(
+            "suppressed_records_dropped",
+            "Held-back alert records dropped at the ledger's cap, oldest ended first",
+            self.suppressed_dropped.clone(),
         );
     }
 

@@ -3,6 +3,7 @@
 use super::{Ctx, NotifyError, Stage};
 use crate::alert::{Alert, Fingerprint};
 use crate::nflog::{Entry, NotificationLog};
+use crate::suppressed::{Reason, Timer};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,7 +62,19 @@ impl Stage for DedupStage {
         let entry = self.nflog.get(ctx.group_key, &ctx.recipient);
         let send_resolved = ctx.integration.send_resolved;
         let update = needs_update(entry.as_ref(), &firing, &resolved, send_resolved, ctx.opts.repeat_interval, ctx.now);
-        Ok(if update { alerts } else { Vec::new() })
+        if update {
+            return Ok(alerts);
+        }
+        // Nothing new: every firing alert was notified, and is sent again after the repeat interval.
+        if let Some(e) = &entry {
+            let due = e.timestamp + ctx.opts.repeat_interval;
+            for a in &alerts {
+                let reason =
+                    Reason::Grouped { timer: Timer::RepeatInterval, incident: None, new_alerts: None, needed: None };
+                ctx.hold(a, reason, Some(due), true);
+            }
+        }
+        Ok(Vec::new())
     }
 }
 

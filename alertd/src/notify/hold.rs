@@ -8,6 +8,7 @@ use super::dedup::split;
 use super::{Ctx, NotifyError, Stage};
 use crate::alert::Alert;
 use crate::nflog::NotificationLog;
+use crate::suppressed::{Reason, Timer};
 use crate::time::Timestamp;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -91,6 +92,10 @@ impl Stage for HoldStage {
                 if ctx.now < e.timestamp + wait {
                     waiting.insert(key, met.unwrap_or(ctx.now));
                     tracing::debug!(at = %ctx.now, group = ctx.group_key, "Update waits for update_interval");
+                    let incident = ctx.incident.map(|(_, i)| i.id);
+                    let reason =
+                        Reason::Grouped { timer: Timer::UpdateInterval, incident, new_alerts: None, needed: None };
+                    hold_news(ctx, entry.as_ref(), &alerts, |_| (reason.clone(), Some(e.timestamp + wait)));
                     return Ok(Vec::new());
                 }
                 waiting.remove(&key);
@@ -98,10 +103,38 @@ impl Stage for HoldStage {
             }
         }
         if burst {
-            Ok(alerts)
-        } else {
-            tracing::debug!(at = %ctx.now, group = ctx.group_key, new, need, "Notification held");
-            Ok(Vec::new())
+            return Ok(alerts);
+        }
+        tracing::debug!(at = %ctx.now, group = ctx.group_key, new, need, "Notification held");
+        let backoff = Reason::Grouped {
+            timer: Timer::Backoff,
+            incident: ctx.incident.map(|(_, i)| i.id),
+            new_alerts: Some(new),
+            needed: Some(need),
+        };
+        hold_news(ctx, entry.as_ref(), &alerts, |a| {
+            match ctx.flap.and_then(|f| f.flap_hold(a.fingerprint(), ctx.now)) {
+                Some(flapping) => flapping,
+                None => (backoff.clone(), None),
+            }
+        });
+        Ok(Vec::new())
+    }
+}
+
+/// Records why each alert this notification would have brought news of is held: those not in the
+/// last notification as firing, or begun again since.
+fn hold_news(
+    ctx: &Ctx,
+    entry: Option<&crate::nflog::Entry>,
+    alerts: &[Alert],
+    why: impl Fn(&Alert) -> (Reason, Option<Timestamp>),
+) {
+    for a in alerts {
+        let notified = entry.is_some_and(|e| e.firing.contains(&a.fingerprint()) && a.starts_at <= e.timestamp);
+        if !notified {
+            let (reason, until) = why(a);
+            ctx.hold(a, reason, until, true);
         }
     }
 }

@@ -3,6 +3,7 @@
 use super::{Ctx, NotifyError, Stage};
 use crate::alert::Alert;
 use crate::mute::Muter;
+use crate::suppressed::Reason;
 use std::sync::Arc;
 
 /// Drops the alerts a muter mutes.
@@ -17,13 +18,34 @@ impl Stage for MuteStage {
     }
 
     fn exec(&self, ctx: &Ctx, mut alerts: Vec<Alert>) -> Result<Vec<Alert>, NotifyError> {
-        alerts.retain(|a| !self.muter.mutes(&a.labels, ctx.now));
+        alerts.retain(|a| match self.muter.muted_by(&a.labels, ctx.now) {
+            Some((reason, until)) => {
+                ctx.hold(a, reason, until, false);
+                false
+            }
+            None => true,
+        });
         Ok(alerts)
     }
 }
 
-fn in_any(ctx: &Ctx, names: &[String]) -> bool {
-    names.iter().filter_map(|n| ctx.time_intervals.get(n)).flatten().any(|t| t.contains(ctx.now))
+/// Those of the intervals `names` that contain now.
+fn containing<'a>(ctx: &Ctx, names: &'a [String]) -> Vec<&'a String> {
+    names
+        .iter()
+        .filter(|n| ctx.time_intervals.get(*n).is_some_and(|ts| ts.iter().any(|t| t.contains(ctx.now))))
+        .collect()
+}
+
+/// Holds back every alert, naming the route's time intervals `field` that do it.
+fn hold_all(ctx: &Ctx, alerts: &[Alert], field: &str, intervals: Vec<&String>) {
+    for a in alerts {
+        let reason = Reason::TimeInterval {
+            field: field.to_string(),
+            intervals: intervals.iter().map(|n| n.to_string()).collect(),
+        };
+        ctx.hold(a, reason, None, false);
+    }
 }
 
 /// Passes nothing outside the route's `active_time_intervals` (when it has any).
@@ -36,7 +58,11 @@ impl Stage for TimeActiveStage {
 
     fn exec(&self, ctx: &Ctx, alerts: Vec<Alert>) -> Result<Vec<Alert>, NotifyError> {
         let names = &ctx.opts.active_time_intervals;
-        Ok(if names.is_empty() || in_any(ctx, names) { alerts } else { Vec::new() })
+        if names.is_empty() || !containing(ctx, names).is_empty() {
+            return Ok(alerts);
+        }
+        hold_all(ctx, &alerts, "active_time_intervals", names.iter().collect());
+        Ok(Vec::new())
     }
 }
 
@@ -49,6 +75,11 @@ impl Stage for TimeMuteStage {
     }
 
     fn exec(&self, ctx: &Ctx, alerts: Vec<Alert>) -> Result<Vec<Alert>, NotifyError> {
-        Ok(if in_any(ctx, &ctx.opts.mute_time_intervals) { Vec::new() } else { alerts })
+        let muting = containing(ctx, &ctx.opts.mute_time_intervals);
+        if muting.is_empty() {
+            return Ok(alerts);
+        }
+        hold_all(ctx, &alerts, "mute_time_intervals", muting);
+        Ok(Vec::new())
     }
 }
