@@ -1,5 +1,7 @@
 //! Anomaly detectors. A score above 1 means anomalous, for every detector, so scores compare and
-//! combine (`argus_anomaly_score{detector, metric}`).
+//! combine (`argus_anomaly_score{detector, metric}`). Where the univariate and multivariate detectors put
+//! that level is set by extreme value theory on their own scores ([`spot`]) unless asked for their fixed
+//! level.
 
 /// What a univariate streaming detector says about one point.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,6 +60,7 @@ pub mod likelihood;
 pub mod multivariate;
 pub mod pca;
 pub mod peer;
+pub mod spot;
 pub mod threshold;
 pub mod univariate;
 

@@ -4,10 +4,14 @@
 //! The two see different anomalies: the forest finds points whose values (or recent level or
 //! volatility) are rare, PCA finds points where metrics that normally move together stop doing so. Each
 //! raw score is divided by a high quantile of its own training scores, the two are averaged, smoothed
-//! over the last few points (anomalies last minutes, noise does not) and divided by a high quantile of
-//! the training values of that combined score — so above 1 means "higher than all but the top
-//! `1 − threshold_quantile` of the training window", without any labels. Training windows may hold
-//! anomalies of their own; a quantile, unlike the maximum, is not moved by a few of them.
+//! over the last few points (anomalies last minutes, noise does not) and divided by an alert level, so
+//! that above 1 means anomalous, without any labels. The alert level is set by peaks over threshold
+//! ([`super::spot`], `alert_level = "spot"`, the default): a generalised Pareto tail fitted to the
+//! training window's highest smoothed scores gives the level a normal score passes with probability
+//! `spot.q`, and it follows the scores as they arrive. Machines whose score tails differ get levels that
+//! differ, where one training quantile fits some and not others. `alert_level = "fixed"` divides by the
+//! training quantile `threshold_quantile` instead. Training windows may hold anomalies of their own; a
+//! quantile, unlike the maximum, is not moved by a few of them.
 
 use std::collections::VecDeque;
 
@@ -16,9 +20,15 @@ use serde::{Deserialize, Serialize};
 use super::features::{FeatureConfig, FeatureStream, Scaler};
 use super::iforest::{self, IForestParams, IsolationForest};
 use super::pca::{Pca, PcaError};
+use super::spot::{AlertLevel, Spot, SpotParams};
 
 /// The version of the persisted [`MultivariateModel`]; bumped on any change to its fields' meaning.
-pub const MODEL_VERSION: u32 = 1;
+/// Version 2 added the SPOT alert level (`spot`).
+pub const MODEL_VERSION: u32 = 2;
+
+/// Every model version this build reads: a version 1 model (no `spot`) scores against its training
+/// quantile until it is trained again.
+pub const MODEL_VERSIONS_READ: [u32; 2] = [1, 2];
 
 /// Detector parameters: one set for every entity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,8 +43,12 @@ pub struct MultivariateParams {
     pub smooth: usize,
     /// Training quantile each detector's score is divided by before combining.
     pub norm_quantile: f64,
-    /// Training quantile of the combined score that maps to a final score of 1.
+    /// Training quantile of the combined score that maps to a final score of 1 with `alert_level = "fixed"`.
     pub threshold_quantile: f64,
+    /// How the level that maps to a final score of 1 is set: by SPOT (default) or at `threshold_quantile`.
+    pub alert_level: AlertLevel,
+    /// SPOT's parameters (`calibration` unused: the training window calibrates).
+    pub spot: SpotParams,
 }
 
 impl Default for MultivariateParams {
@@ -46,6 +60,8 @@ impl Default for MultivariateParams {
             smooth: 10,
             norm_quantile: 0.995,
             threshold_quantile: 0.995,
+            alert_level: AlertLevel::Spot,
+            spot: SpotParams::default(),
         }
     }
 }
@@ -75,8 +91,13 @@ pub struct MultivariateModel {
     /// Divisors of the forest and PCA scores.
     forest_norm: f64,
     pca_norm: f64,
-    /// Divisor of the smoothed combined score.
+    /// Divisor of the smoothed combined score with `alert_level = "fixed"`, and without `spot`.
     threshold: f64,
+    /// SPOT calibrated on the training window's smoothed combined scores: the alert level, when
+    /// `alert_level` is `spot`. Absent from version 1 models, and when the training window's scores have no
+    /// tail to fit (a constant window): the model then divides by `threshold`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    spot: Option<Spot>,
 }
 
 /// One scored point.
@@ -112,7 +133,12 @@ impl MultivariateModel {
         let pca_norm = positive(quantile(&smooth(&pca_scores, params.smooth), params.norm_quantile));
         let combined: Vec<f64> =
             forest_scores.iter().zip(&pca_scores).map(|(f, p)| (f / forest_norm + p / pca_norm) / 2.0).collect();
-        let threshold = positive(quantile(&smooth(&combined, params.smooth), params.threshold_quantile));
+        let smoothed = smooth(&combined, params.smooth);
+        let threshold = positive(quantile(&smoothed, params.threshold_quantile));
+        let spot = match params.alert_level {
+            AlertLevel::Spot => Spot::calibrate(&params.spot, &smoothed).ok(),
+            AlertLevel::Fixed => None,
+        };
         Ok(MultivariateModel {
             version: MODEL_VERSION,
             params: params.clone(),
@@ -123,7 +149,13 @@ impl MultivariateModel {
             forest_norm,
             pca_norm,
             threshold,
+            spot,
         })
+    }
+
+    /// The SPOT state its scorers start from, when the alert level is SPOT's.
+    pub fn spot(&self) -> Option<&Spot> {
+        self.spot.as_ref()
     }
 
     /// A fresh scorer, to be fed the points that follow, in time order.
@@ -163,11 +195,13 @@ impl MultivariateScorer<'_> {
 }
 
 /// What scoring one entity remembers between points, apart from its model: the feature and smoothing
-/// windows. Kept apart from the model so that a caller may own both (the runtime swaps models on retrain).
+/// windows, and SPOT's alert level as it follows the scores. Kept apart from the model so that a caller may
+/// own both (the runtime swaps models on retrain, and starts a fresh state with each).
 #[derive(Debug, Clone)]
 pub struct ScoreState {
     features: FeatureStream,
     recent: VecDeque<f64>,
+    spot: Option<Spot>,
     feature_row: Vec<f64>,
     scaled: Vec<f64>,
     residuals: Vec<f64>,
@@ -179,6 +213,7 @@ impl ScoreState {
         ScoreState {
             features: FeatureStream::new(&model.params.features, model.inputs.len()),
             recent: VecDeque::with_capacity(model.params.smooth.max(1)),
+            spot: model.spot.clone(),
             feature_row: Vec::new(),
             scaled: Vec::new(),
             residuals: Vec::new(),
@@ -200,7 +235,21 @@ impl ScoreState {
         }
         self.recent.push_back(combined);
         let smoothed = self.recent.iter().sum::<f64>() / self.recent.len() as f64;
-        MultiVerdict { score: smoothed / m.threshold, instant: combined / m.threshold }
+        // The level is the one before this point: SPOT judges a score, then learns it unless it alarms.
+        let level = match &mut self.spot {
+            Some(spot) => {
+                let level = positive(spot.level());
+                spot.update(smoothed);
+                level
+            }
+            None => m.threshold,
+        };
+        MultiVerdict { score: smoothed / level, instant: combined / level }
+    }
+
+    /// The alert level the next point's smoothed score is divided by.
+    pub fn level(&self, m: &MultivariateModel) -> f64 {
+        self.spot.as_ref().map_or(m.threshold, |s| positive(s.level()))
     }
 
     /// The last point's features, in [`MultivariateModel::feature_names`] order.

@@ -115,6 +115,7 @@ fn make_threshold(
     if p.sustain.points > MAX_SUSTAIN_POINTS {
         return Err(format!("sustain.points = {} must be at most {MAX_SUSTAIN_POINTS}", p.sustain.points));
     }
+    p.spot.validate()?;
     p.threshold.direction = direction;
     p.threshold.min_abs = p.threshold.min_abs.max(min_deviation);
     Ok(Box::new(Seasonal::new(p)))

@@ -11,8 +11,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
-/// The version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The version this build writes. Version 2 added the univariate detector's alert level (its SPOT state).
+pub const VERSION: u32 = 2;
+
+/// The versions this build reads: a version 1 file's detectors resume without SPOT state and calibrate it
+/// on the points that follow.
+pub const VERSIONS_READ: [u32; 2] = [1, 2];
 
 /// What [`load`] reads of a saved file (its `rule` name, written for people, is not needed).
 #[derive(Deserialize)]
@@ -126,7 +130,7 @@ pub fn load(dir: &Path, rule: &Rule) -> Option<(Option<i64>, HashMap<Labels, Tra
             return None;
         }
     };
-    if file.version != VERSION {
+    if !VERSIONS_READ.contains(&file.version) {
         tracing::info!(file = %p.display(), version = file.version, "Analyzer state of another version; starting afresh");
         return None;
     }
@@ -201,5 +205,58 @@ mod tests {
         json.as_object_mut().unwrap().remove("settings");
         std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
         assert!(load(dir.path(), &rule("direction = \"below\"\n")).is_some());
+    }
+
+    /// A rule state with one series whose `threshold` detector has seen `points` noisy points.
+    fn state_after(points: i64) -> RuleState {
+        let rule = rule("");
+        let spot: toml::Value = toml::from_str("alert_level = \"spot\"").unwrap();
+        let mut detector = detectors::make("threshold", Some(&spot), rule.direction, 0.0).unwrap();
+        for i in 0..points {
+            detector.update(i * 10_000, 50.0 + ((i * 7919) % 13) as f64 / 13.0);
+        }
+        let tracked = Tracked {
+            detectors: vec![detector],
+            window: VecDeque::new(),
+            last_seen: points * 10_000,
+            settled_from: Some(i64::MIN),
+            anomalous_steps: 0,
+            normal_steps: 1,
+            firing: None,
+        };
+        let labels = Labels::from_pairs(vec![("gpu".to_string(), "0".to_string())]);
+        RuleState { rule, last_step: Some(points * 10_000), series: HashMap::from([(labels, tracked)]) }
+    }
+
+    #[test]
+    fn spot_state_is_saved_and_a_version_1_file_still_resumes() {
+        let dir = tempfile::tempdir().unwrap();
+        // Warm-up (640 points) and calibration (1,000) over: SPOT runs and is saved.
+        save(dir.path(), &state_after(2_000)).unwrap();
+        let file = path(dir.path(), "temp");
+        let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(json["version"], 2);
+        let alert = &json["series"][0]["detectors"][0]["alert"];
+        assert!(alert["spot"]["peaks"].as_array().is_some_and(|p| !p.is_empty()), "{alert}");
+        let (_, series) = load(dir.path(), &rule("")).unwrap();
+        let saved = series.values().next().unwrap().detectors[0].save();
+        assert_eq!(saved["alert"], *alert, "SPOT resumes as saved");
+
+        // The same series saved by a build without SPOT: version 1, no `alert`.
+        json["version"] = 1.into();
+        json["series"][0]["detectors"][0].as_object_mut().unwrap().remove("alert");
+        std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
+        let (step, series) = load(dir.path(), &rule("")).unwrap();
+        assert_eq!(step, Some(20_000_000));
+        // It resumes at the default, fixed level (version 1 had no other), its other stages as saved.
+        let resumed = series.values().next().unwrap().detectors[0].save();
+        assert_eq!(resumed["alert"]["level"], "fixed");
+        assert_eq!(resumed["alert"]["spot"], serde_json::Value::Null);
+        assert_eq!(resumed["record"], json["series"][0]["detectors"][0]["record"]);
+
+        // A version this build does not know is not read.
+        json["version"] = 3.into();
+        std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
+        assert!(load(dir.path(), &rule("")).is_none());
     }
 }

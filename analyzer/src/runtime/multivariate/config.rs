@@ -185,6 +185,7 @@ fn params(at: &str, written: Option<&toml::Value>) -> Result<MultivariateParams,
             return Err(err(format!("{at}.{key}"), "must be in (0, 1)"));
         }
     }
+    p.spot.validate().map_err(|e| err(at, e))?;
     Ok(p)
 }
 

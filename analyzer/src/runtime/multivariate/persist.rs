@@ -8,7 +8,7 @@
 
 use super::config::ModelRule;
 use super::{EntityModel, Key};
-use crate::detect::multivariate::{MODEL_VERSION, MultivariateParams};
+use crate::detect::multivariate::{MODEL_VERSION, MODEL_VERSIONS_READ, MultivariateParams};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -126,7 +126,7 @@ pub(super) fn load(dir: &Path, rule: &ModelRule) -> Option<Loaded> {
             .get("labels")
             .and_then(|l| l.as_array()?.iter().map(|pair| Some(pair.get(1)?.as_str()?.to_string())).collect());
         match serde_json::from_value::<EntityModel>(value) {
-            Ok(m) if m.model.version == MODEL_VERSION => models.push(m),
+            Ok(m) if MODEL_VERSIONS_READ.contains(&m.model.version) => models.push(m),
             result => {
                 let error = result.err().map(|e| e.to_string()).unwrap_or_default();
                 tracing::warn!(
