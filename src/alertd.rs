@@ -49,12 +49,14 @@ use argus_alertd::deliver::{self, Deliverer, RetryPolicy};
 use argus_alertd::nflog::NotificationLog;
 use argus_alertd::outbox::Outbox;
 use argus_alertd::rules::RuleGroup;
-use argus_alertd::rules::group::EvalOptions;
+use argus_alertd::rules::group::{AlertSink, EvalOptions};
+use argus_alertd::rules::status::{GroupStatus, RulesView};
 use argus_alertd::runner::Shared;
 use argus_alertd::silence::Silences;
 use argus_alertd::{Engine, Timestamp};
 use argus_model::Shard;
 use argus_store::backend::StoreBackend;
+use prometheus_client::metrics::gauge::Gauge;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -100,23 +102,178 @@ pub fn check_file(path: &Path) -> Result<()> {
         return Ok(());
     }
     let cfg = argus_alertd::config::parse(&text, &path.display().to_string())?;
-    rule_groups(&cfg, path.parent().unwrap_or(Path::new("")), Shard::ALL)?;
+    // Strict, unlike a server: every rule file must load.
+    rule_groups_with(&cfg, path.parent().unwrap_or(Path::new("")), Shard::ALL, Refused::Fail)?;
     Ok(())
 }
 
 /// The rule groups `argus.rules` names (files read from `dir` when relative) and the built-ins,
 /// with the evaluation options, less the groups another `shard` evaluates (a group goes by the hash
-/// of its name; every file is still read and checked). None when the section is absent.
+/// of its name; every file is still read and checked). None when the section is absent. A rule
+/// file that is refused is logged and skipped, and counted in [`RULE_FILES`]: one bad file never
+/// keeps a server from starting, or a reload from applying, with the others.
 fn rule_groups(cfg: &argus_alertd::Config, dir: &Path, shard: Shard) -> Result<Option<(Vec<RuleGroup>, EvalOptions)>> {
-    let Some(r) = &cfg.rules else { return Ok(None) };
+    rule_groups_with(cfg, dir, shard, Refused::Skip)
+}
+
+/// What to do with a rule file that is refused.
+#[derive(Clone, Copy, PartialEq)]
+enum Refused {
+    /// Fail with its error (`argus check-config`).
+    Fail,
+    /// Log it, count it and go on with the others (a server).
+    Skip,
+}
+
+fn rule_groups_with(
+    cfg: &argus_alertd::Config,
+    dir: &Path,
+    shard: Shard,
+    refused: Refused,
+) -> Result<Option<(Vec<RuleGroup>, EvalOptions)>> {
+    let Some(r) = &cfg.rules else {
+        if refused == Refused::Skip {
+            RULE_FILES.loaded(0);
+        }
+        return Ok(None);
+    };
     let paths: Vec<PathBuf> = r.files.iter().map(|f| dir.join(f)).collect();
-    let mut groups = argus_alertd::rules::load_all(&paths)?;
+    let mut groups = match refused {
+        Refused::Fail => argus_alertd::rules::load_all(&paths)?,
+        Refused::Skip => {
+            // `load_each` logs each refusal with its file, line and field.
+            let (groups, errors) = argus_alertd::rules::load_each(&paths);
+            if !errors.is_empty() {
+                tracing::error!(
+                    refused = errors.len(),
+                    files = paths.len(),
+                    "Rule files refused and skipped; the other rule files are evaluated"
+                );
+            }
+            RULE_FILES.loaded(errors.len());
+            groups
+        }
+    };
     if r.defaults {
         groups.extend(argus_alertd::rules::parse(DEFAULT_RULES, DEFAULT_RULES_FILE)?);
     }
     groups.extend(argus_alertd::rules::builtin::group(&r.builtins, argus_alertd::rules::BUILTIN_INTERVAL));
     groups.retain(|g| shard.owns([g.name.as_str()]));
-    Ok(Some((groups, r.opts)))
+    Ok(Some((groups, r.opts.clone())))
+}
+
+/// The outcome of the last load of the rule files, as Prometheus reports its configuration's.
+/// One per process: the rule files are those of this process's alertd configuration, read at
+/// start and at each reload.
+static RULE_FILES: std::sync::LazyLock<RuleFileMetrics> = std::sync::LazyLock::new(RuleFileMetrics::default);
+
+#[derive(Default)]
+struct RuleFileMetrics {
+    refused: Gauge,
+    successful: Gauge,
+}
+
+impl RuleFileMetrics {
+    fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register(
+            "argus_rules_files_refused",
+            "Rule files refused (and skipped) at the last load of the rule files",
+            self.refused.clone(),
+        );
+        registry.register(
+            "argus_rules_last_reload_successful",
+            "Whether every rule file loaded at the last load of the rule files",
+            self.successful.clone(),
+        );
+    }
+
+    fn loaded(&self, refused: usize) {
+        self.refused.set(refused as i64);
+        self.successful.set(i64::from(refused == 0));
+    }
+}
+
+// === the rule groups for the store's /api/v1/rules and /api/v1/alerts ===
+
+/// The rule groups evaluated in this process, for the store's Prometheus API: empty until the
+/// rules role starts its groups here, and empty for good where it runs in another process.
+#[derive(Default)]
+pub struct RulesApi(std::sync::OnceLock<RulesView>);
+
+impl RulesApi {
+    fn from_view(view: RulesView) -> RulesApi {
+        let api = RulesApi::default();
+        let _ = api.0.set(view);
+        api
+    }
+}
+
+impl argus_store::http::RuleSource for RulesApi {
+    fn rule_groups(&self) -> Vec<argus_store::http::RuleGroupInfo> {
+        let Some(view) = self.0.get() else { return Vec::new() };
+        view.groups().into_iter().map(group_info).collect()
+    }
+}
+
+fn group_info(g: GroupStatus) -> argus_store::http::RuleGroupInfo {
+    use argus_store::http::{AlertInfo, AlertingInfo, RuleInfo};
+    let pairs = |l: &argus_model::Labels| l.iter().map(|l| (l.name.clone(), l.value.clone())).collect();
+    let rules = g
+        .rules
+        .into_iter()
+        .map(|r| RuleInfo {
+            name: r.name,
+            query: r.query,
+            labels: r.labels,
+            health: r.health.as_str(),
+            last_error: r.last_error,
+            last_evaluation_ms: r.last_evaluation.map(|t| t.0),
+            evaluation_time: r.evaluation_time,
+            alerting: r.alerting.map(|a| AlertingInfo {
+                state: a.state().as_str(),
+                duration: a.hold,
+                keep_firing_for: a.keep_firing_for,
+                alerts: a
+                    .alerts
+                    .iter()
+                    .map(|x| AlertInfo {
+                        labels: pairs(&x.labels),
+                        annotations: pairs(&x.annotations),
+                        state: x.state.as_str(),
+                        active_at_ms: x.active_at.0,
+                        value: x.value,
+                    })
+                    .collect(),
+                annotations: a.annotations,
+            }),
+        })
+        .collect();
+    argus_store::http::RuleGroupInfo {
+        name: g.name,
+        file: g.file,
+        interval: g.interval,
+        last_evaluation_ms: g.last_evaluation.map(|t| t.0),
+        evaluation_time: g.evaluation_time,
+        rules,
+    }
+}
+
+/// Rule alerts handed on to `inner`; told where the rule groups' statuses are, it keeps that for
+/// [`RulesApi`] (the groups are (re)started by the reloader, which owns them).
+struct Observed {
+    inner: Arc<dyn AlertSink>,
+    api: Arc<RulesApi>,
+}
+
+impl AlertSink for Observed {
+    fn send(&self, now: Timestamp, alerts: Vec<argus_alertd::PostableAlert>) {
+        self.inner.send(now, alerts);
+    }
+
+    fn running(&self, groups: &RulesView) {
+        // The same view follows every reload: the first one told is the one.
+        let _ = self.api.0.set(groups.clone());
+    }
 }
 
 /// alertd running inside `argus serve`: its routes, and the tasks that stop when it is dropped.
@@ -130,6 +287,8 @@ pub struct Running {
     pub capacity: Arc<deliver::OutboxNotifier>,
     /// This replica's cluster membership, when `[alertd.cluster]` is set.
     pub cluster: Option<cluster::Cluster>,
+    /// The rule groups of the rules role, when it runs in this process, for the store's API.
+    pub rules: Arc<RulesApi>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -157,8 +316,9 @@ pub async fn start(
         return Ok(None);
     }
     let (cfg, config_text, config_dir) = load_config_at(a.config_file.as_ref())?;
-    // Rule files are read before anything starts, so a bad one stops startup with its error.
+    // A refused rule file is reported and skipped: the others are evaluated.
     let rules = rule_groups(&cfg, &config_dir, shard)?;
+    RULE_FILES.register(registry);
     let data_dir = a.data_dir.clone().unwrap_or_else(|| server_data_dir.to_path_buf());
     let db = Arc::new(Db::open(&data_dir)?);
     let silences: Arc<dyn Silences> = Arc::new(DbSilences::load(db.clone())?);
@@ -229,6 +389,13 @@ pub async fn start(
         _ => None,
     };
     let config_text = Arc::new(std::sync::RwLock::new(config_text));
+    // Rule alerts go to `rule_sink`, or this engine; the groups' statuses are kept for the store's API.
+    let rules_api = Arc::new(RulesApi::default());
+    let rule_sink: Arc<dyn AlertSink> = Arc::new(Observed {
+        inner: rule_sink.unwrap_or_else(|| Arc::new(shared.clone()) as Arc<dyn AlertSink>),
+        api: rules_api.clone(),
+    });
+    let rule_sink = Some(rule_sink);
     let reloader = Arc::new(reload::Reloader::new(
         a.config_file.clone(),
         shared.clone(),
@@ -256,7 +423,15 @@ pub async fn start(
     tracing::info!(data_dir = %data_dir.display(), "alertd is up: Alertmanager API v2 at /api/v2/alerts");
     let max_body = state.max_body_bytes;
     let router = api::router(state).merge(api::capacity::router(capacity.clone(), max_body));
-    Ok(Some(Running { router, intake: Arc::new(shared_for_intake), reloader, capacity, cluster, tasks }))
+    Ok(Some(Running {
+        router,
+        intake: Arc::new(shared_for_intake),
+        reloader,
+        capacity,
+        cluster,
+        rules: rules_api,
+        tasks,
+    }))
 }
 
 // === the rules role without alertd ===
@@ -296,23 +471,29 @@ impl argus_alertd::rules::group::AlertSink for PostedRules {
 }
 
 /// The rules role in a process without alertd: the rule groups of `[alertd] config_file`'s
-/// `argus.rules`, evaluated against `backend`, their alerts handed to `sink`. Reading the files
-/// happens here, so a bad one stops startup with its error. Empty when no rules are configured.
+/// `argus.rules`, evaluated against `backend`, their alerts handed to `sink`, and their statuses
+/// for the store's API. A refused rule file is reported and skipped (its count goes to
+/// `registry`). No groups when no rules are configured.
 pub fn start_rules(
     a: &Alertd,
     backend: Arc<dyn StoreBackend>,
-    sink: Arc<dyn argus_alertd::rules::group::AlertSink>,
+    sink: Arc<dyn AlertSink>,
     shard: Shard,
-) -> Result<Vec<tokio::task::JoinHandle<()>>> {
+    registry: &mut prometheus_client::registry::Registry,
+) -> Result<(Vec<tokio::task::JoinHandle<()>>, Arc<RulesApi>)> {
     let (cfg, _, config_dir) = load_config_at(a.config_file.as_ref())?;
-    let Some((groups, opts)) = rule_groups(&cfg, &config_dir, shard)? else {
+    let rules = rule_groups(&cfg, &config_dir, shard)?;
+    RULE_FILES.register(registry);
+    let Some((groups, opts)) = rules else {
         tracing::warn!("The rules role runs, but the alerting file has no argus.rules section: no rule to evaluate");
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Arc::new(RulesApi::default())));
     };
     let n: usize = groups.iter().map(|g| g.rules.len()).sum();
     tracing::info!(groups = groups.len(), rules = n, "Evaluating rules against the store");
     let evaluator = Arc::new(argus_alertd::rules::group::Evaluator { backend, sink, opts });
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).context("system clock")?;
     let clock = TokioClock::starting_at(Timestamp(now.as_millis() as i64));
-    Ok(argus_alertd::rules::group::Groups::default().spawn(groups, evaluator, clock))
+    let running = argus_alertd::rules::group::Groups::default();
+    let tasks = running.spawn(groups, evaluator, clock);
+    Ok((tasks, Arc::new(RulesApi::from_view(running.view()))))
 }

@@ -87,6 +87,7 @@ const MAP: &[(Option<Method>, &str, Option<Scope>)] = &[
     (Some(Method::DELETE), "/api/v2/silence/*", Some(Scope::Admin)),
     (Some(Method::POST), "/api/v1/incidents/*/ack", Some(Scope::Admin)),
     (None, "/internal/force_flush", Some(Scope::Admin)),
+    (None, "/api/v1/admin/tsdb/snapshot", Some(Scope::Admin)),
     // Queries take form-encoded POST as well as GET.
     (Some(Method::POST), "/api/v1/*", Some(Scope::Read)),
     (Some(Method::POST), "/api/v1/label/*/values", Some(Scope::Read)),

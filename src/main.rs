@@ -10,6 +10,7 @@ mod eval;
 mod malloc;
 mod openapi;
 mod roles;
+mod ruletest;
 mod serve;
 mod simulate;
 mod status;
@@ -55,6 +56,11 @@ enum Cmd {
     },
     /// Replay a GPU pod trace under a node power policy (static, reactive, forecast).
     Simulate(simulate::Args),
+    /// Unit tests: `rules` runs promtool-format rule tests (`promtool test rules` files, unchanged).
+    Test {
+        #[command(subcommand)]
+        cmd: ruletest::Cmd,
+    },
 }
 
 fn main() -> Result<()> {
@@ -67,6 +73,7 @@ fn main() -> Result<()> {
         Cmd::Eval { cmd } => eval::run(cmd),
         Cmd::Simulate(args) => simulate::run(args),
         Cmd::Token { cmd } => token::run(cmd),
+        Cmd::Test { cmd } => ruletest::run(cmd),
         Cmd::CheckConfig { files } => {
             let mut bad = false;
             for f in &files {

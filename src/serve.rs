@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use argus_store::Db;
 use argus_store::backend::{self, RemoteOptions, StoreBackend};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -295,13 +295,17 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         }
         false => None,
     };
+    // What the store's /api/v1/rules and /api/v1/alerts answer: the rules role of this process.
+    let mut rules_api = alertd.as_ref().map(|a| a.rules.clone());
     if let (Some(b), None) = (&rules_backend, &alertd) {
         let Some(sink) = posted_rules.clone() else {
             anyhow::bail!(
                 "the rules role needs [server] alert_urls when alertd does not run in this process (the alertd role)"
             );
         };
-        role_tasks.extend(crate::alertd::start_rules(&cfg.alertd, b.clone(), sink, shard)?);
+        let (tasks, api) = crate::alertd::start_rules(&cfg.alertd, b.clone(), sink, shard, &mut registry)?;
+        role_tasks.extend(tasks);
+        rules_api = Some(api);
     }
     // === analyzer ===
     let intake = alertd.as_ref().map(|a| a.intake.clone());
@@ -315,7 +319,16 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         _ => None,
     };
     let app = match &db {
-        Some(db) => argus_store::http::router(argus_store::http::State::new(db.clone(), limits, registry)),
+        Some(db) => {
+            let state = argus_store::http::State::new(db.clone(), limits, registry);
+            if let Some(rules) = rules_api {
+                state.serve_rules(rules);
+            }
+            if alertd.is_some() {
+                state.include_in_snapshots(alertd_snapshot_part(&cfg, &data_dir));
+            }
+            argus_store::http::router(state)
+        }
         None => argus_store::http::health_router(registry),
     };
     let app = match &alertd {
@@ -470,6 +483,18 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     }
     tracing::info!("Stopped cleanly");
     Ok(())
+}
+
+/// alertd's database in the store's snapshots, copied by SQLite (`argus_alertd::db::backup`) into the
+/// snapshot's top directory, where a restored data directory has it.
+fn alertd_snapshot_part(cfg: &Config, data_dir: &Path) -> argus_store::SnapshotPart {
+    let dir = cfg.alertd.data_dir.clone().unwrap_or_else(|| data_dir.to_path_buf());
+    argus_store::SnapshotPart {
+        name: argus_alertd::db::FILE_NAME.to_string(),
+        copy: Arc::new(move |snapshot: &Path| {
+            argus_alertd::db::backup(&dir, &snapshot.join(argus_alertd::db::FILE_NAME)).map_err(|e| e.to_string())
+        }),
+    }
 }
 
 /// Where the collector inside `argus serve` writes when `[collector]` names no sinks of its own.

@@ -66,3 +66,50 @@ fn reload_applies_a_changed_route_refuses_a_broken_file_and_follows_sighup() {
     assert_eq!(s.metric("alertmanager_config_last_reload_successful"), Some(1.0));
     assert!(s.metric("alertmanager_config_last_reload_success_timestamp_seconds").unwrap() > 1.6e9);
 }
+
+const RULES_ALERTD: &str = "route:\n  receiver: team\nreceivers:\n- name: team\nargus:\n  rules:\n    files: [good.yml, other.yml]\n    defaults: false\n    watchdog: false\n    host_down: false\n";
+const GOOD: &str = "groups:\n- name: good\n  interval: 1s\n  rules:\n  - record: one\n    expr: vector(1)\n";
+const BAD: &str = "groups:\n- name: other\n  interval: 1s\n  rules:\n  - record: two\n    expr: vector(2) +\n";
+const FIXED: &str = "groups:\n- name: other\n  interval: 1s\n  rules:\n  - record: two\n    expr: vector(2)\n";
+
+/// The rule groups `/api/v1/rules` lists.
+fn rule_groups(s: &Server) -> Vec<String> {
+    let data = s.get("/api/v1/rules").success_data();
+    data["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap().to_string()).collect()
+}
+
+/// A reload skips a refused rule file and reports it, keeps evaluating the others, and picks the
+/// file up once it is fixed.
+#[test]
+fn reload_skips_a_bad_rule_file_and_reports_it() {
+    let dir = tempfile::tempdir().expect("scratch dir");
+    std::fs::write(dir.path().join("alertd.yml"), RULES_ALERTD).unwrap();
+    std::fs::write(dir.path().join("good.yml"), GOOD).unwrap();
+    std::fs::write(dir.path().join("other.yml"), FIXED).unwrap();
+    let toml = format!("[alertd]\nconfig_file = {:?}\n", dir.path().join("alertd.yml").display().to_string());
+    let s = Server::with_config(&toml);
+    assert_eq!(rule_groups(&s), ["good", "other"]);
+    assert_eq!(s.metric("argus_rules_files_refused"), Some(0.0));
+    assert_eq!(s.metric("argus_rules_last_reload_successful"), Some(1.0));
+
+    std::fs::write(dir.path().join("other.yml"), BAD).unwrap();
+    let r = s.post("/-/reload", &[], "");
+    assert_eq!(r.status, 200, "the other files still apply: {}", r.body);
+    assert_eq!(rule_groups(&s), ["good"]);
+    assert_eq!(s.metric("argus_rules_files_refused"), Some(1.0));
+    assert_eq!(s.metric("argus_rules_last_reload_successful"), Some(0.0));
+    assert_eq!(s.metric("alertmanager_config_last_reload_successful"), Some(1.0));
+    assert!(s.log().contains("other.yml:6: groups[0].rules[0].expr:"), "{}", s.log());
+    // The good group goes on being evaluated.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.query("one", server::now_ms())["result"].as_array().is_none_or(|r| r.is_empty()) {
+        assert!(Instant::now() < deadline, "the good group is not evaluated; log:\n{}", s.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    std::fs::write(dir.path().join("other.yml"), FIXED).unwrap();
+    assert_eq!(s.post("/-/reload", &[], "").status, 200);
+    assert_eq!(rule_groups(&s), ["good", "other"]);
+    assert_eq!(s.metric("argus_rules_files_refused"), Some(0.0));
+    assert_eq!(s.metric("argus_rules_last_reload_successful"), Some(1.0));
+}

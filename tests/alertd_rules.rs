@@ -1,6 +1,6 @@
 //! Prometheus rule evaluation inside `argus serve`: a rule file named by the alertd config's
 //! `argus.rules`, samples written to the store, and the alert seen in `/api/v2/alerts` and as `ALERTS`
-//! through `/api/v1/query`.
+//! through `/api/v1/query`; a refused rule file skipped and reported while the others run.
 
 #[path = "support/server.rs"]
 #[allow(dead_code)]
@@ -61,31 +61,43 @@ fn rule_fires_into_the_api_and_alerts_series() {
     assert_eq!((&m["alertname"], &m["alertstate"], &m["host"]), (&"GpuHot".into(), &"firing".into(), &"n1".into()));
 }
 
+/// A refused rule file is reported and skipped: the server starts and evaluates the other files;
+/// `argus check-config` still refuses it.
 #[test]
-fn bad_rule_file_stops_startup_with_its_error() {
+fn a_bad_rule_file_is_skipped_and_reported() {
     let dir = tempfile::tempdir().expect("scratch dir");
-    std::fs::write(dir.path().join("alertd.yml"), ALERTD).expect("write alertd config");
-    std::fs::write(dir.path().join("rules.yml"), "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up ==\n")
-        .expect("write rules");
-    let cfg = dir.path().join("argus.toml");
-    std::fs::write(
-        &cfg,
-        format!("[alertd]\nconfig_file = {:?}\n", dir.path().join("alertd.yml").display().to_string()),
-    )
-    .expect("write config");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_argus"))
-        .args(["serve", "--no-collector", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&cfg)
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .output()
-        .expect("run argus");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("rules.yml:5: groups[0].rules[0].expr:"), "{err}");
+    let alertd = ALERTD.replace("files: [rules.yml]", "files: [bad.yml, rules.yml]");
+    std::fs::write(dir.path().join("alertd.yml"), alertd).expect("write alertd config");
+    std::fs::write(dir.path().join("rules.yml"), RULES).expect("write rules");
+    std::fs::write(dir.path().join("bad.yml"), "groups:\n- name: broken\n  rules:\n  - alert: A\n    expr: up ==\n")
+        .expect("write the bad rules");
+    let toml = format!("[alertd]\nconfig_file = {:?}\n", dir.path().join("alertd.yml").display().to_string());
+    let s = Server::with_config(&toml);
+    let t = now_ms();
+    let r = s.write_ms(&format!("gpu,host=n1 temp_celsius=91 {t}"));
+    assert_eq!(r.status, 204, "{}", r.body);
 
-    // check-config finds it too, through the alertd file or given the rule file itself.
-    for f in ["alertd.yml", "rules.yml"] {
+    // The good file's rule fires.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = s.get("/api/v2/alerts?filter=alertname%3D%22GpuHot%22").json();
+        if v.as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no alert from the good rule file: {v}; log:\n{}", s.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The bad one is reported: its error in the log, the count in the metrics, and it is not served.
+    let log = s.log();
+    assert!(log.contains("bad.yml:5: groups[0].rules[0].expr:"), "{log}");
+    assert_eq!(s.metric("argus_rules_files_refused"), Some(1.0));
+    assert_eq!(s.metric("argus_rules_last_reload_successful"), Some(0.0));
+    let rules = s.get("/api/v1/rules").success_data();
+    let groups: Vec<&str> = rules["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert!(groups.contains(&"gpu") && !groups.contains(&"broken"), "{groups:?}");
+
+    // check-config refuses it, through the alertd file or given the rule file itself.
+    for f in ["alertd.yml", "bad.yml"] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_argus"))
             .arg("check-config")
             .arg(dir.path().join(f))
@@ -93,9 +105,8 @@ fn bad_rule_file_stops_startup_with_its_error() {
             .expect("run argus check-config");
         assert!(!out.status.success(), "{f}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("rules.yml:5: groups[0].rules[0].expr:"), "{f}: {err}");
+        assert!(err.contains("bad.yml:5: groups[0].rules[0].expr:"), "{f}: {err}");
     }
-    std::fs::write(dir.path().join("rules.yml"), RULES).expect("write rules");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_argus"))
         .arg("check-config")
         .arg(dir.path().join("rules.yml"))

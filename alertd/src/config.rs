@@ -7,6 +7,7 @@ mod im;
 pub mod mask;
 pub mod matchers;
 pub mod raw;
+mod rules;
 mod scheduler;
 mod validate;
 
@@ -68,7 +69,7 @@ pub struct RulesConfig {
 }
 
 /// Prometheus' defaults for the flags of the same names.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EvalOptions {
     /// `--rules.alert.resend-delay`: how often a firing alert is sent again.
     pub resend_delay: Duration,
@@ -76,6 +77,11 @@ pub struct EvalOptions {
     pub for_grace_period: Duration,
     /// `--rules.alert.for-outage-tolerance`: how old an `ALERTS_FOR_STATE` sample may be to restore from.
     pub outage_tolerance: Duration,
+    /// `global.external_labels`: what templates see as `$externalLabels`, and added to each alert
+    /// sent (where it lacks the label), never to the alert's own labels or to `ALERTS`.
+    pub external_labels: argus_model::Labels,
+    /// `--web.external-url`, without a trailing `/`: what templates see as `$externalURL`.
+    pub external_url: String,
 }
 
 impl Default for EvalOptions {
@@ -84,6 +90,8 @@ impl Default for EvalOptions {
             resend_delay: Duration::from_secs(60),
             for_grace_period: Duration::from_secs(10 * 60),
             outage_tolerance: Duration::from_secs(60 * 60),
+            external_labels: argus_model::Labels::default(),
+            external_url: String::new(),
         }
     }
 }

@@ -7,11 +7,13 @@
 //! Other modules may keep their own tables in the same file over their own connection (the
 //! delivery outbox does); this module owns only the tables below.
 
+mod backup;
 mod history;
 mod memory;
 mod remediation;
 mod state;
 
+pub use backup::{BackupError, backup};
 pub use history::{Ack, HistoryNotifier, IncidentRow, NotificationRow, Range};
 pub use memory::DbMemory;
 pub use state::{DbLog, DbSilences};

@@ -1,19 +1,23 @@
-//! Prometheus rule evaluation: rule files (`file`), the `{{ $labels.x }}` / `{{ $value }}` template
-//! subset (`template`), each alerting rule's pending → firing → resolved state (`alerting`), and the
-//! groups evaluated on their interval against a [`StoreBackend`](argus_store_api::backend::StoreBackend)
-//! (`group`), with alerts posted into the engine as API v2 posts are.
+//! Prometheus rule evaluation: rule files (`file`; `load_each` skips a refused file and reports
+//! it), rule templates expanded as Prometheus expands them (`template`: Go's text/template language
+//! with Prometheus' functions, `$labels`, `$value`, `$externalLabels`, `$externalURL`), each alerting
+//! rule's pending → firing → resolved state (`alerting`), the groups evaluated on their interval
+//! against a [`StoreBackend`](argus_store_api::backend::StoreBackend) (`group`), with alerts posted
+//! into the engine as API v2 posts are, and what the running groups show of themselves for the
+//! rules API (`status`).
 
 pub mod alerting;
 pub mod builtin;
 pub mod file;
 pub mod forecast;
 pub mod group;
+pub mod status;
 pub mod template;
 
 #[cfg(test)]
 mod defaults_tests;
 
-pub use file::{load, parse};
+pub use file::{load, load_each, parse};
 
 use crate::config::ConfigError;
 use std::collections::BTreeMap;

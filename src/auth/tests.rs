@@ -52,6 +52,7 @@ fn endpoints_need_their_scope() {
         ("GET", "/api/v1/incidents", Some(Read)),
         ("POST", "/internal/force_flush", Some(Admin)),
         ("GET", "/internal/force_flush", Some(Admin)),
+        ("POST", "/api/v1/admin/tsdb/snapshot", Some(Admin)),
         // Not in the map: closed.
         ("PUT", "/api/v2/alerts", Some(Admin)),
         ("DELETE", "/api/v1/series", Some(Admin)),

@@ -10,9 +10,11 @@ mod commit;
 mod flush;
 mod options;
 mod read;
+mod snapshot;
 
 pub use append::{WriteError, WriteStats};
 pub use options::Options;
+pub use snapshot::{SNAPSHOTS_DIR, Snapshot, SnapshotError, SnapshotPart};
 
 use crate::block::{Block, BlockError, ChunkCache};
 use crate::head::Head;
@@ -95,6 +97,7 @@ impl Db {
             Err(fs::TryLockError::WouldBlock) => return Err(DbError::Locked(dir.clone())),
             Err(fs::TryLockError::Error(source)) => return Err(DbError::Io { path: lock_path, source }),
         }
+        snapshot::remove_incomplete(&dir)?;
         let blocks = load_blocks(&blocks_dir)?;
         let next_id = blocks.iter().map(|b| b.meta.id.max(b.meta.seq)).max().unwrap_or(0) + 1;
         let head_dir = dir.join("head");

@@ -5,6 +5,7 @@
 // Handlers return an early `Response` as their error: it is what axum sends, and boxing it buys nothing.
 #![allow(clippy::result_large_err)]
 
+mod admin;
 mod body;
 mod envelope;
 mod ingest;
@@ -13,6 +14,8 @@ pub mod openapi;
 mod params;
 mod query;
 mod status;
+
+pub use status::{AlertInfo, AlertingInfo, RuleGroupInfo, RuleInfo, RuleSource};
 
 use crate::Db;
 use axum::Router;
@@ -75,6 +78,10 @@ pub struct State {
     pub limits: Limits,
     pub registry: Registry,
     inflight: AtomicUsize,
+    /// What snapshots copy besides the store ([`State::include_in_snapshots`]).
+    snapshot_parts: parking_lot::Mutex<Vec<crate::SnapshotPart>>,
+    /// What `/api/v1/rules` and `/api/v1/alerts` answer ([`State::serve_rules`]); none by default.
+    rules: parking_lot::RwLock<Option<Arc<dyn RuleSource>>>,
 }
 
 impl State {
@@ -83,7 +90,35 @@ impl State {
         // Bodies being decoded count against the same memory as the head: at most an eighth of it.
         let mut limits = limits;
         limits.max_inflight_bytes = limits.max_inflight_bytes.min((db.options().memory_limit / 8) as usize);
-        Arc::new(State { db, limits, registry, inflight: AtomicUsize::new(0) })
+        Arc::new(State {
+            db,
+            limits,
+            registry,
+            inflight: AtomicUsize::new(0),
+            snapshot_parts: Default::default(),
+            rules: Default::default(),
+        })
+    }
+
+    /// Has every later snapshot (`POST /api/v1/admin/tsdb/snapshot`) copy `part` too: state of this
+    /// process kept outside the store, such as alertd's database.
+    pub fn include_in_snapshots(&self, part: crate::SnapshotPart) {
+        self.snapshot_parts.lock().push(part);
+    }
+
+    fn snapshot_parts(&self) -> Vec<crate::SnapshotPart> {
+        self.snapshot_parts.lock().clone()
+    }
+
+    /// Has `/api/v1/rules` and `/api/v1/alerts` answer the rule groups of `rules`: the rules role
+    /// running in this process.
+    pub fn serve_rules(&self, rules: Arc<dyn RuleSource>) {
+        *self.rules.write() = Some(rules);
+    }
+
+    fn rule_groups(&self) -> Vec<RuleGroupInfo> {
+        let rules = self.rules.read().clone();
+        rules.map(|r| r.rule_groups()).unwrap_or_default()
     }
 }
 
@@ -98,6 +133,7 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/write", post(ingest::write_v1))
         .route("/api/v1/write", post(ingest::remote_write))
         .route("/internal/force_flush", post(ingest::force_flush).get(ingest::force_flush))
+        .route("/api/v1/admin/tsdb/snapshot", post(admin::snapshot).put(admin::snapshot))
         .route("/api/v1/events", get(query::events).post(query::events))
         .route("/api/v1/query", get(query::instant).post(query::instant))
         .route("/api/v1/query_range", get(query::range).post(query::range))

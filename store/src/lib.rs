@@ -21,5 +21,8 @@ mod wal;
 
 pub use argus_store_api::remote_write;
 pub(crate) use db::matches;
-pub use db::{Db, DbError, Options, Pressure, Series, WriteError, WriteStats, now_ms};
+pub use db::{
+    Db, DbError, Options, Pressure, SNAPSHOTS_DIR, Series, Snapshot, SnapshotError, SnapshotPart, WriteError,
+    WriteStats, now_ms,
+};
 pub use wal::WalSync;

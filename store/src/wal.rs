@@ -205,6 +205,27 @@ impl Wal {
         Ok(self.segment)
     }
 
+    /// The segments on disk, oldest first, each with how many of its bytes hold whole entries written
+    /// out to the file: a closed segment all of them, the open one those up to its last flush or sync.
+    /// Entries past that point may still be in the buffer, or belong to a group about to be refused and
+    /// rolled back; the bytes before it never change again (a rollback only cuts back to it).
+    pub fn extent(&self) -> Result<Vec<(u64, PathBuf, u64)>, WalError> {
+        let mut out = Vec::new();
+        for (n, path) in list_segments(&self.dir)? {
+            let len = match n == self.segment {
+                true => self.flushed,
+                false => fs::metadata(&path).map_err(io(&path))?.len(),
+            };
+            out.push((n, path, len));
+        }
+        Ok(out)
+    }
+
+    /// The number of the segment being written.
+    pub fn segment(&self) -> u64 {
+        self.segment
+    }
+
     /// Deletes every segment numbered below `segment`.
     pub fn remove_before(&mut self, segment: u64) -> Result<usize, WalError> {
         let mut n = 0;

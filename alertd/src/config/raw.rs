@@ -403,6 +403,10 @@ pub struct Rules {
     pub resend_delay: Option<String>,
     pub for_grace_period: Option<String>,
     pub for_outage_tolerance: Option<String>,
+    /// Prometheus' `global.external_labels`, for templates and the alerts sent.
+    pub external_labels: Option<std::collections::BTreeMap<String, String>>,
+    /// Prometheus' `--web.external-url`, for templates.
+    pub external_url: Option<String>,
     /// The built-in Watchdog alert; default on.
     pub watchdog: Option<bool>,
     /// The built-in HostDown alert; default on.

@@ -255,19 +255,19 @@ fn rules_section() {
     check_rules(
         "    files: [a.yml]\n",
         expect![[
-            r#"Some(RulesConfig { files: ["a.yml"], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("host_cpu_seconds_total"), host_down_after: 120s }, defaults: true })"#
+            r#"Some(RulesConfig { files: ["a.yml"], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s, external_labels: Labels([]), external_url: "" }, builtins: Builtins { watchdog: true, host_down_metric: Some("host_cpu_seconds_total"), host_down_after: 120s }, defaults: true })"#
         ]],
     );
     check_rules(
         "    resend_delay: 30s\n    watchdog: false\n    host_down: false\n",
-        expect![
-            "Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 30s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: false, host_down_metric: None, host_down_after: 120s }, defaults: true })"
-        ],
+        expect![[
+            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 30s, for_grace_period: 600s, outage_tolerance: 3600s, external_labels: Labels([]), external_url: "" }, builtins: Builtins { watchdog: false, host_down_metric: None, host_down_after: 120s }, defaults: true })"#
+        ]],
     );
     check_rules(
         "    host_down_metric: node_load1\n    host_down_after: 5m\n",
         expect![[
-            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("node_load1"), host_down_after: 300s }, defaults: true })"#
+            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s, external_labels: Labels([]), external_url: "" }, builtins: Builtins { watchdog: true, host_down_metric: Some("node_load1"), host_down_after: 300s }, defaults: true })"#
         ]],
     );
     check_rules(
@@ -279,13 +279,39 @@ fn rules_section() {
     check_rules(
         "    evaluation_interval: 1m\n",
         expect![
-            "alertd.yml:8: argus.rules: unknown field `evaluation_interval`, expected one of `files`, `resend_delay`, `for_grace_period`, `for_outage_tolerance`, `watchdog`, `host_down`, `host_down_metric`, `host_down_after`, `defaults`"
+            "alertd.yml:8: argus.rules: unknown field `evaluation_interval`, expected one of `files`, `resend_delay`, `for_grace_period`, `for_outage_tolerance`, `external_labels`, `external_url`, `watchdog`, `host_down`, `host_down_metric`, `host_down_after`, `defaults`"
         ],
+    );
+    check_rules(
+        "    external_labels: {cluster: c1, region: eu}\n    external_url: https://argus.example/\n",
+        expect![[
+            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s, external_labels: Labels([Label { name: "cluster", value: "c1" }, Label { name: "region", value: "eu" }]), external_url: "https://argus.example" }, builtins: Builtins { watchdog: true, host_down_metric: Some("host_cpu_seconds_total"), host_down_after: 120s }, defaults: true })"#
+        ]],
+    );
+    check_rules(
+        "    external_labels: {__tenant: a}\n",
+        expect![[
+            r#"alertd.yml:8: argus.rules.external_labels.__tenant: "__tenant" is not a valid label name (reserved names start with __)"#
+        ]],
+    );
+    check_rules(
+        "    external_labels: {cluster: ''}\n",
+        expect![[r#"alertd.yml:8: argus.rules.external_labels.cluster: must not be empty"#]],
+    );
+    check_rules(
+        "    external_url: argus.example:9090\n",
+        expect![[
+            r#"alertd.yml:8: argus.rules.external_url: invalid URL "argus.example:9090": the scheme must be http or https"#
+        ]],
+    );
+    check_rules(
+        "    external_url: /alerts\n",
+        expect![[r#"alertd.yml:8: argus.rules.external_url: invalid URL "/alerts": relative URL without a base"#]],
     );
     check_rules(
         "    defaults: false\n",
         expect![[
-            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s }, builtins: Builtins { watchdog: true, host_down_metric: Some("host_cpu_seconds_total"), host_down_after: 120s }, defaults: false })"#
+            r#"Some(RulesConfig { files: [], opts: EvalOptions { resend_delay: 60s, for_grace_period: 600s, outage_tolerance: 3600s, external_labels: Labels([]), external_url: "" }, builtins: Builtins { watchdog: true, host_down_metric: Some("host_cpu_seconds_total"), host_down_after: 120s }, defaults: false })"#
         ]],
     );
 }

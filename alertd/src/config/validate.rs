@@ -3,7 +3,7 @@
 //! no positions after deserialisation).
 
 use super::raw;
-use super::{Builtins, Config, ConfigError, EvalOptions, RulesConfig, duration, im, matchers, scheduler};
+use super::{Config, ConfigError, duration, im, matchers, scheduler};
 use crate::escalate::EscalationRule;
 use crate::flap::FlapConfig;
 use crate::incident::{CauseRule, CorrelationConfig};
@@ -291,58 +291,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
 
     let escalation = escalation(&c, &argus.escalation, correlation.is_some(), &receivers)?;
 
-    let rules = match &argus.rules {
-        // No section: the default rule set alone, the built-ins off as before.
-        None => Some(RulesConfig {
-            files: Vec::new(),
-            opts: EvalOptions::default(),
-            builtins: Builtins { watchdog: false, host_down_metric: None, ..Builtins::default() },
-            defaults: true,
-        }),
-        Some(r) => {
-            let d = EvalOptions::default();
-            let opts = EvalOptions {
-                resend_delay: c.duration(
-                    "argus.rules.resend_delay",
-                    "resend_delay",
-                    &r.resend_delay,
-                    d.resend_delay,
-                )?,
-                for_grace_period: c.duration(
-                    "argus.rules.for_grace_period",
-                    "for_grace_period",
-                    &r.for_grace_period,
-                    d.for_grace_period,
-                )?,
-                outage_tolerance: c.duration(
-                    "argus.rules.for_outage_tolerance",
-                    "for_outage_tolerance",
-                    &r.for_outage_tolerance,
-                    d.outage_tolerance,
-                )?,
-            };
-            if let Some(i) = r.files.iter().position(|f| f.is_empty()) {
-                return Err(c.err(format!("argus.rules.files[{i}]"), "files:", "must not be empty"));
-            }
-            let b = Builtins::default();
-            let metric = r.host_down_metric.clone().or(b.host_down_metric);
-            if metric.as_deref().is_some_and(|m| m.is_empty()) {
-                return Err(c.err("argus.rules.host_down_metric", "host_down_metric:", "must not be empty"));
-            }
-            let builtins = Builtins {
-                watchdog: r.watchdog.unwrap_or(b.watchdog),
-                host_down_metric: metric.filter(|_| r.host_down.unwrap_or(true)),
-                host_down_after: c.duration(
-                    "argus.rules.host_down_after",
-                    "host_down_after",
-                    &r.host_down_after,
-                    b.host_down_after,
-                )?,
-            };
-            let files = r.files.iter().map(PathBuf::from).collect();
-            Some(RulesConfig { files, opts, builtins, defaults: r.defaults.unwrap_or(true) })
-        }
-    };
+    let rules = super::rules::validate(&c, argus.rules.as_ref())?;
 
     let silence_until_resolved_max = c.duration(
         "argus.silence_until_resolved_max",

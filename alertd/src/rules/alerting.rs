@@ -2,10 +2,14 @@
 //! `AlertingRule.Eval`, `sendAlerts` and `Alert.needsSending`): an alert is pending from the first
 //! evaluation that returns its series, firing once it has been active for `for`, kept firing
 //! `keep_firing_for` after its series disappears, then inactive (resolved), and forgotten 15 minutes
-//! after it resolved. Pure: evaluation results come in, series and alerts to send go out.
+//! after it resolved. Labels and annotations are expanded from the series' labels and value
+//! (`$labels` holds `__name__` where the query kept it), and a template that fails expands to
+//! `<error expanding template: …>`, as Prometheus does. Pure: evaluation results (and, for
+//! templates that call `query`, a [`QueryFn`] answering from prefetched results) come in, series
+//! and alerts to send go out.
 
 use super::AlertingRule;
-use super::template::{TemplateError, expand};
+use super::template::{Data, NoQuery, Prefetched, QueryFn, Template, TemplateError, expand_for_alert};
 use crate::alert::PostableAlert;
 use crate::time::Timestamp;
 use argus_model::{Labels, METRIC_NAME};
@@ -62,11 +66,56 @@ pub struct AlertingState {
     /// `for` state has been restored (or there was none to restore): from now on the ALERTS series
     /// are written. Until then they would record a wrong `activeAt`.
     pub restored: bool,
+    /// What templates see as `$externalLabels` and `$externalURL`.
+    pub external_labels: Labels,
+    pub external_url: String,
+    /// The rule's label and annotation templates, parsed once (a rule file refuses templates
+    /// that do not parse; a rule built in code with one expands to the error).
+    labels: Vec<(String, Result<Template, TemplateError>)>,
+    annotations: Vec<(String, Result<Template, TemplateError>)>,
 }
 
 impl AlertingState {
     pub fn new(rule: AlertingRule) -> Self {
-        AlertingState { rule, active: HashMap::new(), restored: false }
+        let parse = |m: &std::collections::BTreeMap<String, String>| {
+            m.iter().map(|(k, v)| (k.clone(), Template::parse(v))).collect::<Vec<_>>()
+        };
+        AlertingState {
+            labels: parse(&rule.labels),
+            annotations: parse(&rule.annotations),
+            rule,
+            active: HashMap::new(),
+            restored: false,
+            external_labels: Labels::default(),
+            external_url: String::new(),
+        }
+    }
+
+    /// Whether a label or annotation template calls `query`.
+    pub fn uses_query(&self) -> bool {
+        self.labels.iter().chain(&self.annotations).any(|(_, t)| t.as_ref().is_ok_and(Template::uses_query))
+    }
+
+    /// Expands every template for every series of `result`, answering `query` from `answers`,
+    /// and returns the queries `answers` could not answer yet; their answers may make further
+    /// queries (a query built from another's result), so fetch them and call it again until it
+    /// returns none.
+    pub fn template_queries(&self, result: &[Annotated], answers: &mut Prefetched) -> Vec<String> {
+        let name = format!("__alert_{}", self.rule.name);
+        for (series, value, _) in result {
+            let data = self.data(series, *value);
+            for (_, t) in self.labels.iter().chain(&self.annotations) {
+                if let Ok(t) = t {
+                    // Failures here are reported by the evaluation that follows.
+                    let _ = t.expand(&name, &data, answers);
+                }
+            }
+        }
+        answers.missing()
+    }
+
+    fn data<'a>(&'a self, series: &'a Labels, value: f64) -> Data<'a> {
+        Data { labels: series, value, external_labels: &self.external_labels, external_url: &self.external_url }
     }
 
     /// The alerts, resolved ones kept for [`RESOLVED_RETENTION`] included, sorted by labels.
@@ -78,19 +127,31 @@ impl AlertingState {
 
     /// Takes the result of the rule's query at `ts` and moves every alert on; returns the `ALERTS`
     /// and `ALERTS_FOR_STATE` samples of the active alerts (none until restored).
+    /// Templates that call `query` get an error; see [`eval_with`](Self::eval_with).
     pub fn eval(&mut self, ts: Timestamp, result: &[(Labels, f64)]) -> Result<Vec<(Labels, f64)>, TemplateError> {
         let result: Vec<Annotated> = result.iter().map(|(l, v)| (l.clone(), *v, Vec::new())).collect();
-        self.eval_annotated(ts, &result)
+        self.eval_with(ts, &result, &mut NoQuery)
     }
 
     /// `eval`, with annotations of each series' own (a forecast rule's crossing) added to the rule's.
     pub fn eval_annotated(&mut self, ts: Timestamp, result: &[Annotated]) -> Result<Vec<(Labels, f64)>, TemplateError> {
+        self.eval_with(ts, result, &mut NoQuery)
+    }
+
+    /// `eval_annotated`, with `query` answering the templates' queries.
+    pub fn eval_with(
+        &mut self,
+        ts: Timestamp,
+        result: &[Annotated],
+        query: &mut dyn QueryFn,
+    ) -> Result<Vec<(Labels, f64)>, TemplateError> {
         let mut seen = std::collections::HashSet::with_capacity(result.len());
         for (series, value, own) in result {
-            let labels = self.alert_labels(series, *value)?;
-            let mut annotations = Vec::with_capacity(self.rule.annotations.len() + own.len());
-            for (k, v) in &self.rule.annotations {
-                annotations.push((k.clone(), expand(v, &labels, *value)?));
+            let labels = self.alert_labels(series, *value, query);
+            let data = self.data(series, *value);
+            let mut annotations = Vec::with_capacity(self.annotations.len() + own.len());
+            for (k, t) in &self.annotations {
+                annotations.push((k.clone(), expand_for_alert(&self.rule.name, t, &data, query)));
             }
             annotations.extend(own.iter().cloned());
             let annotations = Labels::from_pairs(annotations);
@@ -163,14 +224,14 @@ impl AlertingState {
     }
 
     /// The series' labels without `__name__`, with the rule's (templated) labels and `alertname`.
-    fn alert_labels(&self, series: &Labels, value: f64) -> Result<Labels, TemplateError> {
+    fn alert_labels(&self, series: &Labels, value: f64, query: &mut dyn QueryFn) -> Labels {
         let mut labels = series.without_name();
-        for (k, v) in &self.rule.labels {
-            let expanded = expand(v, series, value)?;
-            labels.set(k, &expanded);
+        let data = self.data(series, value);
+        for (k, t) in &self.labels {
+            labels.set(k, &expand_for_alert(&self.rule.name, t, &data, query));
         }
         labels.set("alertname", &self.rule.name);
-        Ok(labels)
+        labels
     }
 
     /// The alerts to send at `ts`: firing ones not sent for `resend_delay` and ones resolved since

@@ -54,6 +54,24 @@ pub fn load(path: &Path) -> Result<Vec<RuleGroup>, ConfigError> {
     parse(&src, &file)
 }
 
+/// Reads every rule file in `paths`. A file that is refused is logged with its `file:line`, field and
+/// reason, and skipped: one bad file never keeps the others from loading. Returns the groups of the
+/// files that loaded, and the refusals, for where rule-load errors are shown.
+pub fn load_each(paths: &[std::path::PathBuf]) -> (Vec<RuleGroup>, Vec<ConfigError>) {
+    let mut groups = Vec::new();
+    let mut refused = Vec::new();
+    for p in paths {
+        match load(p) {
+            Ok(g) => groups.extend(g),
+            Err(error) => {
+                tracing::warn!(file = %error.file, line = ?error.line, %error, "Rule file refused, skipped");
+                refused.push(error);
+            }
+        }
+    }
+    (groups, refused)
+}
+
 /// Parses and validates rule file text; `file` names it in errors.
 pub fn parse(src: &str, file: &str) -> Result<Vec<RuleGroup>, ConfigError> {
     if src.trim().is_empty() {
@@ -122,12 +140,12 @@ fn rule(r: RawRule, at: &str, err: &impl Fn(String, &str, String) -> ConfigError
     if let Err(e) = argus_store_api::promql::check(&expr) {
         return Err(err(format!("{at}.expr"), &expr_line, e.to_string()));
     }
-    for (k, v) in &r.labels {
+    for k in r.labels.keys() {
         if !valid_label_name(k) || k == "__name__" {
             return Err(err(format!("{at}.labels"), k, format!("invalid label name {k:?}")));
         }
-        template::check(v).map_err(|e| err(format!("{at}.labels.{k}"), v, e.to_string()))?;
     }
+    check_templates(&r.labels, &format!("{at}.labels"), name, err)?;
     let dur = |key: &str, v: &Option<String>| -> Result<Duration, ConfigError> {
         match v {
             None => Ok(Duration::ZERO),
@@ -148,9 +166,7 @@ fn rule(r: RawRule, at: &str, err: &impl Fn(String, &str, String) -> ConfigError
     if name.is_empty() {
         return Err(err(format!("{at}.alert"), "alert:", "must not be empty".into()));
     }
-    for (k, v) in &r.annotations {
-        template::check(v).map_err(|e| err(format!("{at}.annotations.{k}"), v, e.to_string()))?;
-    }
+    check_templates(&r.annotations, &format!("{at}.annotations"), name, err)?;
     Ok(Rule::Alerting(AlertingRule {
         name: name.to_string(),
         hold: dur("for", &r.hold)?,
@@ -206,15 +222,13 @@ fn forecast_rule(
         Some("point") => Band::Point,
         Some(b) => return Err(err(format!("{at}.band"), "band:", format!("{b:?} is not upper, lower or point"))),
     };
-    for (k, v) in &r.labels {
+    for k in r.labels.keys() {
         if !valid_label_name(k) || k == "__name__" {
             return Err(err(format!("{at}.labels"), k, format!("invalid label name {k:?}")));
         }
-        template::check(v).map_err(|e| err(format!("{at}.labels.{k}"), v, e.to_string()))?;
     }
-    for (k, v) in &r.annotations {
-        template::check(v).map_err(|e| err(format!("{at}.annotations.{k}"), v, e.to_string()))?;
-    }
+    check_templates(&r.labels, &format!("{at}.labels"), &name, err)?;
+    check_templates(&r.annotations, &format!("{at}.annotations"), &name, err)?;
     let dur = |key: &str, v: &Option<String>| -> Result<Duration, ConfigError> {
         match v {
             None => Ok(Duration::ZERO),
@@ -231,6 +245,24 @@ fn forecast_rule(
         labels: r.labels,
         annotations: r.annotations,
     }))
+}
+
+/// Parses each template of `map` (labels or annotations at `at` of the rule `rule`), as
+/// Prometheus does when it loads a rule file; the error names the rule, where in the template, and why.
+fn check_templates(
+    map: &BTreeMap<String, String>,
+    at: &str,
+    rule: &str,
+    err: &impl Fn(String, &str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    for (k, v) in map {
+        if let Err(e) = template::check(v) {
+            // The template's first line finds it in the file; a quoted or folded one may not.
+            let needle = v.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or(k);
+            return Err(err(format!("{at}.{k}"), needle, format!("rule {rule:?}: {e}")));
+        }
+    }
+    Ok(())
 }
 
 /// Prometheus' metric name rule: `[a-zA-Z_:][a-zA-Z0-9_:]*`.
@@ -352,8 +384,14 @@ mod tests {
             expect![[r#"r.yml:3: groups[0].interval: must be greater than zero"#]],
         );
         check(
-            "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up\n    annotations: {s: '{{ .Foo }}'}\n",
-            expect![[r#"r.yml:6: groups[0].rules[0].annotations.s: unsupported template action "{{ .Foo }}""#]],
+            "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up\n    annotations: {s: '{{ humanise $value }}'}\n",
+            expect![[
+                r#"r.yml:6: groups[0].rules[0].annotations.s: rule "A": template: 1:4: function "humanise" not defined"#
+            ]],
+        );
+        check(
+            "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up\n    labels:\n      s: |\n        {{ if $value }}\n        hot\n",
+            expect![[r#"r.yml:8: groups[0].rules[0].labels.s: rule "A": template: 3:1: unexpected EOF in if"#]],
         );
         check(
             "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up\n    labels: {0x: y}\n",
@@ -375,5 +413,51 @@ mod shipped {
             n += 1;
         }
         assert!(n >= 1, "config/rules/ is empty");
+    }
+
+    /// A refused file is skipped and reported; the files beside it load.
+    #[test]
+    fn a_bad_file_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.yml");
+        let bad = dir.path().join("bad.yml");
+        std::fs::write(&good, "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up == 0\n").unwrap();
+        std::fs::write(
+            &bad,
+            "groups:\n- name: h\n  rules:\n  - alert: B\n    expr: up\n    annotations: {s: '{{ humanise 1 }}'}\n",
+        )
+        .unwrap();
+        let missing = dir.path().join("missing.yml");
+        let (groups, refused) = super::load_each(&[bad.clone(), good, missing]);
+        assert_eq!(groups.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["g"]);
+        let refused: Vec<String> =
+            refused.iter().map(|e| e.to_string().replace(&*dir.path().to_string_lossy(), "DIR")).collect();
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert_eq!(
+            refused[0],
+            r#"DIR/bad.yml:6: groups[0].rules[0].annotations.s: rule "B": template: 1:4: function "humanise" not defined"#
+        );
+        assert!(refused[1].starts_with("DIR/missing.yml"), "{}", refused[1]);
+    }
+
+    /// Every file of the rule corpus (kube-prometheus, awesome-prometheus-alerts) loads unchanged.
+    #[test]
+    fn corpus_rule_files_load() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/rules-corpus");
+        let (mut files, mut rules) = (0, 0);
+        let mut refused = Vec::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if !matches!(path.extension().and_then(|x| x.to_str()), Some("yml" | "yaml")) {
+                continue;
+            }
+            files += 1;
+            match super::load(&path) {
+                Ok(groups) => rules += groups.iter().map(|g| g.rules.len()).sum::<usize>(),
+                Err(e) => refused.push(e.to_string()),
+            }
+        }
+        assert!(refused.is_empty(), "refused:\n{}", refused.join("\n"));
+        assert!(files >= 10 && rules >= 300, "{files} files, {rules} rules");
     }
 }

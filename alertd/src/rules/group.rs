@@ -3,9 +3,12 @@
 //! back (with stale markers when a series ends), alerts sent into the engine like API v2 posts, and
 //! pending `for` state restored from `ALERTS_FOR_STATE` after the first evaluation, as Prometheus
 //! does (rules/manager.go `RestoreForState`). A reload keeps the state of every rule it leaves
-//! unchanged ([`Groups`], Prometheus' `Group.CopyState`).
+//! unchanged ([`Groups`], Prometheus' `Group.CopyState`). Each group publishes its status
+//! ([`super::status`]) for the rules API.
 
-use super::alerting::{ALERTS_FOR_STATE, AlertingState};
+use super::alerting::{ALERTS_FOR_STATE, AlertingState, Annotated, State};
+use super::status::{self, AlertingStatus, GroupStatus, Health, RuleStatus, RulesView, Slot};
+use super::template::Prefetched;
 use super::{RecordingRule, Rule, RuleGroup};
 use crate::alert::PostableAlert;
 use crate::clock::{Clock, TokioClock};
@@ -20,9 +23,19 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How many rounds of template queries one evaluation runs: each round runs the queries the last
+/// one's answers led to (`query` built from a `query` result), so chains deeper than this end in
+/// an expansion error rather than stalling the group.
+const MAX_QUERY_ROUNDS: usize = 4;
+
 /// Where evaluated alerts go: the engine, as if posted to `/api/v2/alerts`.
 pub trait AlertSink: Send + Sync {
     fn send(&self, now: Timestamp, alerts: Vec<PostableAlert>);
+
+    /// Told, each time a [`Groups`] (re)starts its groups, where their statuses can be read, so
+    /// that whoever shows the alerts can show the rules that raise them too. The view follows
+    /// later reloads by itself. Ignored by default.
+    fn running(&self, _groups: &RulesView) {}
 }
 
 impl AlertSink for Shared {
@@ -50,7 +63,7 @@ pub enum EvalError {
 }
 
 enum RuleState {
-    Alerting(AlertingState),
+    Alerting(Box<AlertingState>),
     Recording(RecordingRule),
 }
 
@@ -68,12 +81,24 @@ impl RuleState {
 /// A group's state, locked by its task while it evaluates.
 type SharedGroup = Arc<tokio::sync::Mutex<GroupState>>;
 
+/// A rule's last evaluation: when, how long it took, and its error.
+#[derive(Debug, Clone, Default)]
+struct RuleHealth {
+    at: Option<Timestamp>,
+    took: Duration,
+    error: Option<String>,
+}
+
 /// A group's rules and what each wrote at its last evaluation (to mark ended series stale).
 pub struct GroupState {
     pub file: String,
     pub name: String,
     pub interval: Duration,
     rules: Vec<(RuleState, HashSet<Labels>)>,
+    /// Each rule's last evaluation, in rule order (for the rules API).
+    health: Vec<RuleHealth>,
+    last_evaluation: Option<Timestamp>,
+    evaluation_time: Duration,
     /// Series written by rules a reload removed or changed: marked stale at the next evaluation.
     stale: HashSet<Labels>,
     evaluated: bool,
@@ -87,14 +112,17 @@ impl GroupState {
             .rules
             .into_iter()
             .map(|r| match r {
-                Rule::Alerting(a) => (RuleState::Alerting(AlertingState::new(a)), HashSet::new()),
+                Rule::Alerting(a) => (RuleState::Alerting(Box::new(AlertingState::new(a))), HashSet::new()),
                 Rule::Recording(r) => (RuleState::Recording(r), HashSet::new()),
             })
-            .collect();
+            .collect::<Vec<_>>();
         GroupState {
             file: group.file,
             name: group.name,
             interval: group.interval,
+            health: vec![RuleHealth::default(); rules.len()],
+            last_evaluation: None,
+            evaluation_time: Duration::ZERO,
             rules,
             stale: HashSet::new(),
             evaluated: false,
@@ -137,6 +165,8 @@ impl GroupState {
         }
         // A group replaced before its first evaluation still restores its kept rules at its first.
         self.evaluated = old.evaluated;
+        self.last_evaluation = old.last_evaluation;
+        self.evaluation_time = old.evaluation_time;
     }
 
     /// Copies in the state of the group this one replaced at a reload, if any, once: a group
@@ -150,12 +180,71 @@ impl GroupState {
         })
     }
 
+    /// Marks the group as having restored its `for` state without reading `ALERTS_FOR_STATE`, so
+    /// its alerting rules write `ALERTS` from their first evaluation: for a group evaluated over a
+    /// store that holds no earlier run of it (`argus test rules`, as promtool's `SetRestored(true)`).
+    pub fn skip_restore(&mut self) {
+        self.evaluated = true;
+        for (r, _) in &mut self.rules {
+            if let RuleState::Alerting(a) = r {
+                a.restored = true;
+            }
+        }
+    }
+
     /// The alerting rules' states, for tests and the API.
     pub fn alerting(&self) -> impl Iterator<Item = &AlertingState> {
         self.rules.iter().filter_map(|(r, _)| match r {
-            RuleState::Alerting(a) => Some(a),
+            RuleState::Alerting(a) => Some(&**a),
             RuleState::Recording(_) => None,
         })
+    }
+
+    /// The group's status as the rules API shows it.
+    pub fn status(&self) -> GroupStatus {
+        let rules = self
+            .rules
+            .iter()
+            .zip(&self.health)
+            .map(|((rule, _), h)| {
+                let health = match (&h.at, &h.error) {
+                    (None, _) => Health::Unknown,
+                    (Some(_), Some(_)) => Health::Err,
+                    (Some(_), None) => Health::Ok,
+                };
+                let (name, query, labels, alerting) = match rule {
+                    RuleState::Alerting(a) => {
+                        let alerts = a.alerts().into_iter().filter(|x| x.state != State::Inactive).cloned().collect();
+                        let alerting = AlertingStatus {
+                            hold: a.rule.hold,
+                            keep_firing_for: a.rule.keep_firing_for,
+                            annotations: a.rule.annotations.clone(),
+                            alerts,
+                        };
+                        (&a.rule.name, &a.rule.expr, &a.rule.labels, Some(alerting))
+                    }
+                    RuleState::Recording(r) => (&r.record, &r.expr, &r.labels, None),
+                };
+                RuleStatus {
+                    name: name.clone(),
+                    query: query.clone(),
+                    labels: labels.clone(),
+                    health,
+                    last_error: h.error.clone(),
+                    last_evaluation: h.at,
+                    evaluation_time: h.took,
+                    alerting,
+                }
+            })
+            .collect();
+        GroupStatus {
+            file: self.file.clone(),
+            name: self.name.clone(),
+            interval: self.interval,
+            last_evaluation: self.last_evaluation,
+            evaluation_time: self.evaluation_time,
+            rules,
+        }
     }
 }
 
@@ -169,17 +258,36 @@ pub struct Evaluator {
 impl Evaluator {
     /// One evaluation of every rule of `g` at `ts`. A failing rule is logged and the others still run.
     pub async fn eval(&self, g: &mut GroupState, ts: Timestamp) {
+        for (rule, error) in self.eval_rules(g, ts).await {
+            tracing::warn!(group = %g.name, %rule, %error, "Rule evaluation failed");
+        }
+    }
+
+    /// [`Evaluator::eval`], answering the name and error of each rule that failed, in rule order,
+    /// instead of logging them (`argus test rules` reports them as promtool does).
+    pub async fn eval_rules(&self, g: &mut GroupState, ts: Timestamp) -> Vec<(String, EvalError)> {
         let first = !g.evaluated;
         g.evaluated = true;
-        for (rule, written) in &mut g.rules {
-            let name = match rule {
-                RuleState::Alerting(a) => a.rule.name.clone(),
-                RuleState::Recording(r) => r.record.clone(),
+        let started = std::time::Instant::now();
+        let mut failed = Vec::new();
+        for ((rule, written), health) in g.rules.iter_mut().zip(&mut g.health) {
+            let rule_started = std::time::Instant::now();
+            let result = self.eval_rule(rule, written, ts, first, g.interval).await;
+            *health = RuleHealth {
+                at: Some(ts),
+                took: rule_started.elapsed(),
+                error: result.as_ref().err().map(ToString::to_string),
             };
-            if let Err(error) = self.eval_rule(rule, written, ts, first, g.interval).await {
-                tracing::warn!(group = %g.name, rule = %name, %error, "Rule evaluation failed");
+            if let Err(error) = result {
+                let name = match rule {
+                    RuleState::Alerting(a) => a.rule.name.clone(),
+                    RuleState::Recording(r) => r.record.clone(),
+                };
+                failed.push((name, error));
             }
         }
+        g.last_evaluation = Some(ts);
+        g.evaluation_time = started.elapsed();
         if !g.stale.is_empty() {
             // Series of removed or changed rules that no rule wrote again this time end here.
             let mut gone = std::mem::take(&mut g.stale);
@@ -188,6 +296,7 @@ impl Evaluator {
                 tracing::warn!(group = %g.name, %error, "Stale markers of removed rules not written");
             }
         }
+        failed
     }
 
     async fn eval_rule(
@@ -210,24 +319,42 @@ impl Evaluator {
                 })
                 .collect(),
             RuleState::Alerting(a) => {
-                let out = match a.rule.forecast.clone() {
+                if a.external_labels != self.opts.external_labels {
+                    a.external_labels = self.opts.external_labels.clone();
+                }
+                if a.external_url != self.opts.external_url {
+                    a.external_url = self.opts.external_url.clone();
+                }
+                let result: Vec<Annotated> = match a.rule.forecast.clone() {
                     Some(spec) => {
                         let selector = spec.selector();
                         let forecasts = instant_vector(self.backend.query_instant(&selector, ts.0).await?)?;
                         let written =
                             instant_vector(self.backend.query_instant(&format!("timestamp({selector})"), ts.0).await?)?;
                         let limits = instant_vector(self.backend.query_instant(&spec.limit, ts.0).await?)?;
-                        a.eval_annotated(ts, &spec.crossings(&forecasts, &written, &limits))?
+                        spec.crossings(&forecasts, &written, &limits)
                     }
-                    None => {
-                        let result = instant_vector(self.backend.query_instant(&a.rule.expr, ts.0).await?)?;
-                        a.eval(ts, &result)?
-                    }
+                    None => instant_vector(self.backend.query_instant(&a.rule.expr, ts.0).await?)?
+                        .into_iter()
+                        .map(|(l, v)| (l, v, Vec::new()))
+                        .collect(),
                 };
+                let mut answers = Prefetched::default();
+                if a.uses_query() {
+                    self.template_queries(a, &result, &mut answers, ts).await;
+                }
+                let out = a.eval_with(ts, &result, &mut answers)?;
                 if first && !a.restored {
                     self.restore(a, ts).await?;
                 }
-                let alerts = a.to_send(ts, self.opts.resend_delay, interval);
+                let mut alerts = a.to_send(ts, self.opts.resend_delay, interval);
+                // As Prometheus' notifier: external labels go on each alert sent, where it lacks
+                // them, never on the rule's own alerts (nor `ALERTS`).
+                for alert in &mut alerts {
+                    for l in self.opts.external_labels.iter() {
+                        alert.labels.entry(l.name.clone()).or_insert_with(|| l.value.clone());
+                    }
+                }
                 if !alerts.is_empty() {
                     self.sink.send(ts, alerts);
                 }
@@ -235,6 +362,25 @@ impl Evaluator {
             }
         };
         self.write(out, written, ts).await
+    }
+
+    /// Runs the queries the rule's templates make for this result, at the evaluation time, through
+    /// the group's backend, into `answers`; a query built from another's answer is found at the
+    /// next round.
+    async fn template_queries(&self, a: &AlertingState, result: &[Annotated], answers: &mut Prefetched, ts: Timestamp) {
+        for _ in 0..MAX_QUERY_ROUNDS {
+            let missing = a.template_queries(result, answers);
+            if missing.is_empty() {
+                return;
+            }
+            for q in missing {
+                let answer = match self.backend.query_instant(&q, ts.0).await {
+                    Ok(v) => instant_vector(v).map_err(|_| "rule result is not a vector or scalar".to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                answers.insert(q, answer);
+            }
+        }
     }
 
     /// Writes this evaluation's samples, and a stale marker for each series written last time only.
@@ -281,22 +427,28 @@ impl Evaluator {
 
     /// Evaluates `group` every interval on `clock`, forever (abort the task to stop it).
     pub async fn run(self: Arc<Self>, group: RuleGroup, clock: TokioClock) {
-        let g = Arc::new(tokio::sync::Mutex::new(GroupState::new(group)));
-        self.run_state(g, clock).await
+        let g = GroupState::new(group);
+        let slot = Arc::new(std::sync::Mutex::new(g.status()));
+        self.run_state(Arc::new(tokio::sync::Mutex::new(g)), clock, slot).await
     }
 
-    /// Evaluates the group in `state` every interval, after taking over the state it inherits.
-    async fn run_state(self: Arc<Self>, state: SharedGroup, clock: TokioClock) {
+    /// Evaluates the group in `state` every interval, after taking over the state it inherits,
+    /// publishing its status into `slot` after each.
+    async fn run_state(self: Arc<Self>, state: SharedGroup, clock: TokioClock, slot: Slot) {
         let interval = {
             let mut g = state.lock().await;
             g.inherit().await;
+            status::publish(&slot, g.status());
             g.interval
         };
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             tick.tick().await;
-            self.eval(&mut *state.lock().await, clock.now()).await;
+            let mut g = state.lock().await;
+            self.eval(&mut g, clock.now()).await;
+            // Published under the group's lock, so a reload's successor publishes after it.
+            status::publish(&slot, g.status());
         }
     }
 }
@@ -309,6 +461,7 @@ pub struct Groups {
     /// Set by the first `spawn`: groups started later (by a reload) without a namesake read no
     /// `ALERTS_FOR_STATE`, as in Prometheus, where only the first load after a start restores.
     started: std::sync::atomic::AtomicBool,
+    view: RulesView,
 }
 
 impl Groups {
@@ -325,6 +478,7 @@ impl Groups {
         let mut old = std::mem::take(&mut *states);
         let reload = self.started.swap(true, std::sync::atomic::Ordering::Relaxed);
         let mut tasks = Vec::with_capacity(groups.len());
+        let mut slots = Vec::with_capacity(groups.len());
         for group in groups {
             let key = (group.file.clone(), group.name.clone());
             let mut g = GroupState::new(group);
@@ -337,11 +491,20 @@ impl Groups {
                     }
                 }
             }
+            let slot = Arc::new(std::sync::Mutex::new(g.status()));
+            slots.push(slot.clone());
             let g = Arc::new(tokio::sync::Mutex::new(g));
             states.insert(key, g.clone());
-            tasks.push(tokio::spawn(evaluator.clone().run_state(g, clock.clone())));
+            tasks.push(tokio::spawn(evaluator.clone().run_state(g, clock.clone(), slot)));
         }
+        self.view.replace(slots);
+        evaluator.sink.running(&self.view);
         tasks
+    }
+
+    /// The statuses of the groups it runs, following every later `spawn`.
+    pub fn view(&self) -> RulesView {
+        self.view.clone()
     }
 }
 

@@ -1,121 +1,236 @@
-//! The template subset of rule labels and annotations: literal text with `{{ $labels.NAME }}` (or
-//! `{{ .Labels.NAME }}`) and `{{ $value }}` (or `{{ .Value }}`) actions. Anything else inside `{{ }}`
-//! is refused when the rule file is loaded, so evaluation never meets a template it cannot expand.
+//! Rule templates, expanded as Prometheus expands alerting rules' labels and annotations: Go's
+//! text/template language (pipelines, variables, `if`/`else if`/`else`, `range`, `with`,
+//! comparisons, `and`/`or`/`not`, `printf`, `index`, `len`, …) with Prometheus' functions
+//! (`humanize*`, `query`, `first`, `label`, `value`, `reReplaceAll`, `title`, `graphLink`, …) over
+//! the data `$labels`/`.Labels`, `$value`/`.Value`, `$externalLabels`/`.ExternalLabels` and
+//! `$externalURL`/`.ExternalURL`. Numbers print as Go prints them.
+//!
+//! Templates are parsed when the rule file loads ([`check`]), so an undefined function or
+//! variable, or bad syntax, refuses the file; what can only fail while running (a wrong type, a
+//! `query` error) expands, as in Prometheus, to `<error expanding template: …>`.
+//!
+//! The language is implemented here rather than with the `gtmpl` crate: gtmpl's functions are
+//! plain `fn` pointers, so `query` could not reach the rule's store and evaluation time, its
+//! numbers do not print as Go's, and it has had no release since 2021.
+//!
+//! For callers outside rule evaluation (rule unit tests): [`Template::parse`] once, then
+//! [`Template::expand`] with a [`Data`] and a [`QueryFn`] (a closure works; [`NoQuery`] when no
+//! store is at hand), or [`expand_for_alert`] for Prometheus' output, errors included.
+
+mod exec;
+mod fmt;
+mod funcs;
+mod lex;
+mod parse;
+mod value;
+
+pub use fmt::format_value;
 
 use argus_model::Labels;
+use parse::{Arg, Node, Pipe};
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use value::{Root, Value};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TemplateError {
-    #[error("unsupported template action {0:?}")]
-    Unsupported(String),
-    #[error("unclosed template action in {0:?}")]
-    Unclosed(String),
+    /// Bad syntax, or an undefined function or variable: `line:column` in the template (1-based).
+    #[error("template: {line}:{col}: {reason}")]
+    Parse { line: usize, col: usize, reason: String },
+    /// A failure while running, worded as Prometheus words it (`name` is the template's name,
+    /// `__alert_<rule>` for a rule; the column counts the variable definitions Prometheus puts
+    /// before the text).
+    #[error(
+        "error executing template {name}: template: {name}:{line}:{col}: executing \"{name}\" at <{context}>: {reason}"
+    )]
+    Exec { name: String, line: usize, col: usize, context: String, reason: String },
 }
 
-enum Action<'a> {
-    Label(&'a str),
-    Value,
+/// What `query` runs on: an instant PromQL query at the rule's evaluation time, answering the
+/// samples with all their labels (`__name__` included); a scalar is one sample without labels.
+pub trait QueryFn {
+    fn query(&mut self, expr: &str) -> Result<Vec<(Labels, f64)>, String>;
 }
 
-/// Checks that `text` uses only the supported actions.
-pub fn check(text: &str) -> Result<(), TemplateError> {
-    walk(text, |_| {}, |_| {})
+impl<F: FnMut(&str) -> Result<Vec<(Labels, f64)>, String>> QueryFn for F {
+    fn query(&mut self, expr: &str) -> Result<Vec<(Labels, f64)>, String> {
+        self(expr)
+    }
 }
 
-/// `text` with its actions replaced: a missing label expands to nothing (as Go's templates print a
-/// missing map key of `map[string]string`), the value as Go's `%v` prints a float64.
-pub fn expand(text: &str, labels: &Labels, value: f64) -> Result<String, TemplateError> {
-    let out = std::cell::RefCell::new(String::with_capacity(text.len()));
-    walk(
-        text,
-        |lit| out.borrow_mut().push_str(lit),
-        |a| match a {
-            Action::Label(n) => out.borrow_mut().push_str(labels.get(n).unwrap_or("")),
-            Action::Value => out.borrow_mut().push_str(&format_value(value)),
-        },
-    )?;
-    Ok(out.into_inner())
+/// A [`QueryFn`] for where there is no store: `query` fails.
+pub struct NoQuery;
+
+impl QueryFn for NoQuery {
+    fn query(&mut self, _: &str) -> Result<Vec<(Labels, f64)>, String> {
+        Err("query is not available here".into())
+    }
 }
 
-fn walk<'a>(
-    text: &'a str,
-    mut literal: impl FnMut(&'a str),
-    mut action: impl FnMut(Action<'a>),
-) -> Result<(), TemplateError> {
-    let mut rest = text;
-    while let Some(open) = rest.find("{{") {
-        literal(&rest[..open]);
-        let after = &rest[open + 2..];
-        let close = after.find("}}").ok_or_else(|| TemplateError::Unclosed(text.to_string()))?;
-        let inner = after[..close].trim_start_matches('-').trim_end_matches('-').trim();
-        let a = if inner == "$value" || inner == ".Value" {
-            Action::Value
-        } else if let Some(n) = inner.strip_prefix("$labels.").or_else(|| inner.strip_prefix(".Labels.")) {
-            if !crate::alert::valid_label_name(n) {
-                return Err(TemplateError::Unsupported(format!("{{{{{}}}}}", &after[..close])));
+/// Answers `query` from answers fetched beforehand, and notes the queries it had no answer for,
+/// so that an async caller can fetch those and expand again ([`Prefetched::missing`]).
+#[derive(Debug, Default)]
+pub struct Prefetched {
+    answers: HashMap<String, Result<Vec<(Labels, f64)>, String>>,
+    missing: Vec<String>,
+}
+
+impl Prefetched {
+    /// The queries asked for since the last call that had no answer, each once.
+    pub fn missing(&mut self) -> Vec<String> {
+        let mut m = std::mem::take(&mut self.missing);
+        m.sort();
+        m.dedup();
+        m
+    }
+
+    pub fn insert(&mut self, expr: String, answer: Result<Vec<(Labels, f64)>, String>) {
+        self.answers.insert(expr, answer);
+    }
+}
+
+impl QueryFn for Prefetched {
+    fn query(&mut self, expr: &str) -> Result<Vec<(Labels, f64)>, String> {
+        match self.answers.get(expr) {
+            Some(a) => a.clone(),
+            None => {
+                self.missing.push(expr.to_string());
+                Err("query not run yet".into())
             }
-            Action::Label(n)
-        } else {
-            return Err(TemplateError::Unsupported(format!("{{{{{}}}}}", &after[..close])));
-        };
-        action(a);
-        rest = &after[close + 2..];
+        }
     }
-    literal(rest);
-    Ok(())
 }
 
-/// A float as Go's `%v` prints it: shortest digits, exponent form below 1e-4 or from 1e21.
-pub fn format_value(v: f64) -> String {
-    if v.is_nan() {
-        return "NaN".into();
+/// The data of one expansion: Prometheus' `AlertTemplateData`.
+#[derive(Debug, Clone, Copy)]
+pub struct Data<'a> {
+    /// The series' labels (`$labels`), `__name__` included when the query kept it.
+    pub labels: &'a Labels,
+    /// The series' value (`$value`).
+    pub value: f64,
+    pub external_labels: &'a Labels,
+    pub external_url: &'a str,
+}
+
+impl<'a> Data<'a> {
+    /// Data with no external labels or URL.
+    pub fn new(labels: &'a Labels, value: f64) -> Self {
+        static EMPTY: std::sync::OnceLock<Labels> = std::sync::OnceLock::new();
+        Data { labels, value, external_labels: EMPTY.get_or_init(Labels::default), external_url: "" }
     }
-    if v.is_infinite() {
-        return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
+}
+
+/// The variables Prometheus defines before every rule template.
+const PREDECLARED: [&str; 5] = ["$", "$labels", "$externalLabels", "$externalURL", "$value"];
+/// The length of the definitions Prometheus writes before the text (`{{$labels := .Labels}}…`),
+/// which its error columns on the first line count.
+const DEFS_LEN: usize =
+    "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value := .Value}}"
+        .len();
+
+/// A parsed template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    text: String,
+    nodes: Vec<Node>,
+}
+
+impl Template {
+    pub fn parse(text: &str) -> Result<Template, TemplateError> {
+        let nodes = parse::parse(text, &PREDECLARED).map_err(|(pos, reason)| {
+            let (line, col) = line_col(text, pos);
+            TemplateError::Parse { line, col: col + 1, reason }
+        })?;
+        Ok(Template { text: text.to_string(), nodes })
     }
-    let a = v.abs();
-    if a == 0.0 || (1e-4..1e21).contains(&a) {
-        return format!("{v}");
+
+    /// Whether it calls `query` (its expansion then needs a store).
+    pub fn uses_query(&self) -> bool {
+        self.nodes.iter().any(node_queries)
     }
-    // Rust writes `1e21` / `1.5e-5`; Go writes `1e+21` / `1.5e-05`.
-    let s = format!("{v:e}");
-    match s.split_once('e') {
-        Some((m, e)) => {
-            let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
-            format!("{m}e{sign}{digits:0>2}")
-        }
-        None => s,
+
+    /// The template run over `data`; `name` names it in errors (Prometheus names a rule's
+    /// templates `__alert_<rule name>`).
+    pub fn expand(&self, name: &str, data: &Data, query: &mut dyn QueryFn) -> Result<String, TemplateError> {
+        let map = |l: &Labels| Rc::new(l.iter().map(|l| (l.name.clone(), l.value.clone())).collect::<BTreeMap<_, _>>());
+        let root = Rc::new(Root {
+            labels: map(data.labels),
+            external_labels: map(data.external_labels),
+            external_url: data.external_url.to_string(),
+            value: data.value,
+        });
+        let vars = vec![
+            ("$".to_string(), Value::Root(root.clone())),
+            ("$labels".to_string(), Value::Labels(root.labels.clone())),
+            ("$externalLabels".to_string(), Value::Labels(root.external_labels.clone())),
+            ("$externalURL".to_string(), Value::Str(root.external_url.clone())),
+            ("$value".to_string(), Value::Float(root.value)),
+        ];
+        exec::run(&self.nodes, &Value::Root(root), vars, query, data.external_url).map_err(|e| {
+            let (line, mut col) = line_col(&self.text, e.pos);
+            if line == 1 {
+                col += DEFS_LEN;
+            }
+            TemplateError::Exec { name: name.to_string(), line, col, context: e.context, reason: e.msg }
+        })
+    }
+}
+
+/// Checks that `text` parses as a rule template.
+pub fn check(text: &str) -> Result<(), TemplateError> {
+    Template::parse(text).map(|_| ())
+}
+
+/// Parses and expands `text` for the rule `rule`, as Prometheus does for an alert: a template that
+/// fails yields `<error expanding template: …>` (and a warning in the log), never an error.
+pub fn expand_for_alert(
+    rule: &str,
+    template: &Result<Template, TemplateError>,
+    data: &Data,
+    query: &mut dyn QueryFn,
+) -> String {
+    let name = format!("__alert_{rule}");
+    let result = match template {
+        Ok(t) => t.expand(&name, data, query),
+        Err(e) => Err(e.clone()),
+    };
+    result.unwrap_or_else(|error| {
+        tracing::warn!(rule, %error, "Expanding alert template failed");
+        format!("<error expanding template: {error}>")
+    })
+}
+
+/// `text` expanded over `labels` and `value`, without external labels or a store.
+pub fn expand(text: &str, labels: &Labels, value: f64) -> Result<String, TemplateError> {
+    Template::parse(text)?.expand("template", &Data::new(labels, value), &mut NoQuery)
+}
+
+/// 1-based line and 0-based byte column of `pos`, as Go's template errors count them.
+fn line_col(text: &str, pos: usize) -> (usize, usize) {
+    let before = &text[..pos.min(text.len())];
+    let line = 1 + before.matches('\n').count();
+    let col = before.rfind('\n').map_or(before.len(), |nl| before.len() - nl - 1);
+    (line, col)
+}
+
+fn node_queries(n: &Node) -> bool {
+    let pipe = |p: &Pipe| p.cmds.iter().flat_map(|c| &c.args).any(arg_queries);
+    match n {
+        Node::Text(_) | Node::Break | Node::Continue => false,
+        Node::Action(p) => pipe(p),
+        Node::If { pipe: p, then: a, els: b }
+        | Node::Range { pipe: p, body: a, els: b }
+        | Node::With { pipe: p, body: a, els: b } => pipe(p) || a.iter().chain(b).any(node_queries),
+    }
+}
+
+fn arg_queries(a: &Arg) -> bool {
+    match a {
+        Arg::Func(f) => f == "query",
+        Arg::Pipe(p, _) => p.cmds.iter().flat_map(|c| &c.args).any(arg_queries),
+        _ => false,
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use expect_test::{Expect, expect};
-
-    fn check(text: &str, expect: Expect) {
-        let labels = Labels::from_pairs([("host", "n1"), ("gpu", "0")]);
-        let got = match expand(text, &labels, 93.5) {
-            Ok(s) => s,
-            Err(e) => format!("error: {e}"),
-        };
-        expect.assert_eq(&got);
-    }
-
-    #[test]
-    fn templates() {
-        check("plain", expect![[r#"plain"#]]);
-        check("{{ $labels.host }} gpu {{$labels.gpu}} at {{ $value }}%", expect![[r#"n1 gpu 0 at 93.5%"#]]);
-        check("{{ .Labels.host }}/{{ .Value }}", expect![[r#"n1/93.5"#]]);
-        check("[{{ $labels.missing }}]", expect![[r#"[]"#]]);
-        check("{{- $labels.host -}}", expect![[r#"n1"#]]);
-        check("{{ humanize $value }}", expect![[r#"error: unsupported template action "{{ humanize $value }}""#]]);
-        check("{{ $labels.host", expect![[r#"error: unclosed template action in "{{ $labels.host""#]]);
-    }
-
-    #[test]
-    fn values_print_as_go_does() {
-        let got: Vec<String> = [1.0, 0.25, 1e21, 1.5e-5, -3.0, f64::NAN, f64::INFINITY].map(format_value).to_vec();
-        expect![[r#"["1", "0.25", "1e+21", "1.5e-05", "-3", "NaN", "+Inf"]"#]].assert_eq(&format!("{got:?}"));
-    }
-}
+mod tests;

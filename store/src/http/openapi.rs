@@ -21,6 +21,7 @@ use utoipa::{IntoResponses, OpenApi, PartialSchema, ToSchema};
         super::ingest::write_v1,
         super::ingest::remote_write,
         super::ingest::force_flush,
+        super::admin::snapshot,
         super::query::instant,
         super::query::range,
         super::query::series,
@@ -109,8 +110,15 @@ success!(EventsAnswer, Vec<EventSeries>, "Events (line-protocol string fields) b
 success!(BuildInfoAnswer, BuildInfo, "Build information, as Prometheus gives it.");
 success!(MetadataAnswer, EmptyObject, "Metric metadata: always `{}` (docs/api.md says why).");
 success!(ExemplarsAnswer, EmptyList, "Exemplars: always `[]`.");
-success!(RulesAnswer, RuleGroups, "Rule groups: always none (the store evaluates no rules).");
-success!(AlertsAnswer, StoreAlerts, "Active alerts: always none (alertd has them, under `/api/v2/alerts`).");
+success!(SnapshotAnswer, SnapshotName, "A snapshot taken, as Prometheus names it.");
+
+/// A snapshot's name: its directory under `<data_dir>/snapshots/`.
+#[derive(ToSchema)]
+pub struct SnapshotName {
+    /// The time it was taken (UTC) and 16 random hex digits.
+    #[schema(example = "20261207T120000Z-3f2a9c0d4e5b6a71")]
+    name: String,
+}
 
 /// `[time, value]`: Unix seconds (up to three decimals) and the sample value as a string (`"0.25"`,
 /// `"NaN"`, `"+Inf"`); for events and string results, the text.
@@ -258,16 +266,6 @@ impl PartialSchema for EmptyList {
 
 impl ToSchema for EmptyList {}
 
-#[derive(ToSchema)]
-pub struct RuleGroups {
-    groups: EmptyList,
-}
-
-#[derive(ToSchema)]
-pub struct StoreAlerts {
-    alerts: EmptyList,
-}
-
 // === the error answers endpoints share ===
 
 /// What a query can answer besides success.
@@ -300,6 +298,21 @@ pub enum ReadErrors {
     #[response(status = 413)]
     TooLarge(PromError),
     /// The store failed to read.
+    #[response(status = 500)]
+    Internal(PromError),
+}
+
+/// What a snapshot can answer besides success.
+#[derive(IntoResponses)]
+pub enum SnapshotErrors {
+    /// `skip_head` is not a boolean.
+    #[response(status = 400)]
+    BadData(PromError),
+    /// A form body larger than the server's limit.
+    #[response(status = 413)]
+    TooLarge(PromError),
+    /// The snapshot could not be written (a full disk, a file that could not be linked or copied);
+    /// nothing of it is left under `snapshots/`.
     #[response(status = 500)]
     Internal(PromError),
 }

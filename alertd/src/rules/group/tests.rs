@@ -13,6 +13,8 @@ const MIN: i64 = 60_000;
 struct Fake {
     answers: Mutex<HashMap<String, Vec<(Labels, f64)>>>,
     written: Mutex<Vec<WriteSeries>>,
+    /// Queries answered with an error.
+    failing: Mutex<std::collections::HashSet<String>>,
 }
 
 impl StoreBackend for Fake {
@@ -46,6 +48,9 @@ impl StoreBackend for Fake {
         Box::pin(async move { Ok(out) })
     }
     fn query_instant<'a>(&'a self, q: &'a str, t: i64) -> BoxFuture<'a, Result<QueryValue, BackendError>> {
+        if self.failing.lock().unwrap().contains(q) {
+            return Box::pin(async move { Err(BackendError::Config(format!("{q} is broken"))) });
+        }
         let v = self.answers.lock().unwrap().get(q).cloned().unwrap_or_default();
         let v = v.into_iter().map(|(l, v)| (Arc::new(l), Sample::new(t, v))).collect();
         Box::pin(async move { Ok(QueryValue::Vector(v)) })
@@ -326,4 +331,118 @@ async fn a_group_replaced_before_its_first_evaluation_still_restores() {
     g.copy_state(&mut old);
     ev.eval(&mut g, Timestamp(T0)).await;
     assert_eq!(g.alerting().next().unwrap().alerts()[0].active_at, Timestamp(T0 - 5 * MIN), "activeAt restored");
+}
+
+/// Templates see `$externalLabels` and `$externalURL`; the external labels go on each alert sent
+/// where it lacks them, never on the rule's alerts or `ALERTS` (Prometheus' rules and notifier).
+#[tokio::test]
+async fn external_labels_in_templates_and_on_sent_alerts_only() {
+    let backend = Arc::new(Fake::default());
+    let a = Labels::from_pairs([("__name__", "up"), ("job", "a")]);
+    let b = Labels::from_pairs([("__name__", "up"), ("job", "b"), ("cluster", "own")]);
+    backend.answers.lock().unwrap().insert("up == 0".into(), vec![(a, 0.0), (b, 0.0)]);
+    let sink = Arc::new(Sink::default());
+    let opts = EvalOptions {
+        external_labels: Labels::from_pairs([("cluster", "c1"), ("region", "eu")]),
+        external_url: "https://argus.example".into(),
+        ..EvalOptions::default()
+    };
+    let ev = Evaluator { backend: backend.clone(), sink: sink.clone(), opts };
+    let rules = "groups:\n- name: g\n  rules:\n  - alert: Down\n    expr: up == 0\n    annotations: {summary: '{{ $labels.job }} in {{ $externalLabels.cluster }}: {{ $externalURL }}/alerts'}\n";
+    let mut g = GroupState::new(parse(rules, "r.yml").unwrap().remove(0));
+    g.skip_restore();
+    ev.eval(&mut g, Timestamp(T0)).await;
+    let got: Vec<String> =
+        sink.0.lock().unwrap().iter().map(|(_, a)| format!("{:?} {}", a.labels, a.annotations["summary"])).collect();
+    expect_test::expect![[r#"
+        [
+            "{\"alertname\": \"Down\", \"cluster\": \"own\", \"job\": \"b\", \"region\": \"eu\"} b in c1: https://argus.example/alerts",
+            "{\"alertname\": \"Down\", \"cluster\": \"c1\", \"job\": \"a\", \"region\": \"eu\"} a in c1: https://argus.example/alerts",
+        ]
+    "#]]
+    .assert_debug_eq(&got);
+    let rule = g.alerting().next().unwrap();
+    let own: Vec<String> = rule.alerts().iter().map(|a| a.labels.to_string()).collect();
+    assert_eq!(own, [r#"{alertname="Down", cluster="own", job="b"}"#, r#"{alertname="Down", job="a"}"#]);
+    let alerts = written(&backend, "ALERTS");
+    assert_eq!(alerts.len(), 2, "{alerts:?}");
+    assert!(alerts.iter().all(|w| !w.contains("region")), "{alerts:?}");
+}
+
+/// A sink that keeps the view it is told about.
+#[derive(Default)]
+struct Watching(Mutex<Option<RulesView>>);
+
+impl AlertSink for Watching {
+    fn send(&self, _: Timestamp, _: Vec<PostableAlert>) {}
+    fn running(&self, groups: &RulesView) {
+        *self.0.lock().unwrap() = Some(groups.clone());
+    }
+}
+
+fn status_lines(view: &RulesView) -> Vec<String> {
+    let m = |t: Option<Timestamp>| t.map_or(-1, |t| (t.0 - T0) / MIN);
+    let mut out = Vec::new();
+    for g in view.groups() {
+        out.push(format!("{} {} every {:?}, last {}", g.file, g.name, g.interval, m(g.last_evaluation)));
+        for r in &g.rules {
+            let mut line = format!("  {} [{}] {}", r.name, r.query, r.health.as_str());
+            if let Some(e) = &r.last_error {
+                line += &format!(" ({e})");
+            }
+            if let Some(a) = &r.alerting {
+                line += &format!(" {} for {:?}", a.state().as_str(), a.hold);
+                for x in &a.alerts {
+                    line +=
+                        &format!(" | {} {} since {} = {}", x.labels, x.state.as_str(), m(Some(x.active_at)), x.value);
+                }
+            }
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// The running groups publish their rules' health, errors and alerts; the sink is told where.
+#[tokio::test(start_paused = true)]
+async fn groups_publish_their_status() {
+    let backend = Arc::new(Fake::default());
+    hot(&backend, Some(90.0));
+    backend.failing.lock().unwrap().insert("sum(broken)".into());
+    let sink = Arc::new(Watching::default());
+    let opts = EvalOptions { for_grace_period: Duration::from_secs(60), ..EvalOptions::default() };
+    let ev = Arc::new(Evaluator { backend: backend.clone(), sink: sink.clone(), opts });
+    let rules = format!("{RULES}  - record: broken:sum\n    expr: sum(broken)\n");
+    let groups = Groups::default();
+    let tasks = groups.spawn(parse(&rules, "r.yml").unwrap(), ev, TokioClock::starting_at(Timestamp(T0)));
+    let view = sink.0.lock().unwrap().clone().expect("the sink is told about the groups");
+    expect_test::expect![[r#"
+        [
+            "r.yml g every 60s, last -1",
+            "  Hot [temp > 80] unknown inactive for 120s",
+            "  temp:max [max(temp)] unknown",
+            "  broken:sum [sum(broken)] unknown",
+        ]
+    "#]]
+    .assert_debug_eq(&status_lines(&view));
+    tokio::time::sleep(Duration::from_millis(2 * MIN as u64 + 1000)).await;
+    expect_test::expect![[r#"
+        [
+            "r.yml g every 60s, last 2",
+            "  Hot [temp > 80] ok firing for 120s | {alertname=\"Hot\", host=\"n1\"} firing since 0 = 90",
+            "  temp:max [max(temp)] ok",
+            "  broken:sum [sum(broken)] err (query failed: backend configuration: sum(broken) is broken)",
+        ]
+    "#]]
+    .assert_debug_eq(&status_lines(&view));
+    // A reload that drops the group leaves the view without it.
+    for t in tasks {
+        t.abort();
+    }
+    let _ = groups.spawn(
+        Vec::new(),
+        Arc::new(Evaluator { backend, sink, opts: EvalOptions::default() }),
+        TokioClock::starting_at(Timestamp(T0)),
+    );
+    assert!(groups.view().groups().is_empty());
 }
