@@ -7,24 +7,8 @@ pub fn labels<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String
     format!("{{{}}}", inner.join(", "))
 }
 
-/// A string as Go's `strconv.Quote`: double quotes, with `"`, `\` and control characters escaped.
-pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// A string as Go's `strconv.Quote`, as rule templates quote it.
+pub use argus_alertd::rules::template::go_quote as quote;
 
 /// A float as Go's `strconv.FormatFloat(v, 'E', -1, 64)`: `1E+00`, `6.1E+01`, `-2.5E-03`.
 pub fn float_e(v: f64) -> String {

@@ -24,7 +24,7 @@ mod lex;
 mod parse;
 mod value;
 
-pub use fmt::format_value;
+pub use fmt::{format_value, go_quote};
 
 use argus_model::Labels;
 use parse::{Arg, Node, Pipe};
