@@ -9,4 +9,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # PROFILE=dev uses the debug build (dependencies are optimised in it too) where a release build is too slow.
 PROFILE="${PROFILE:-release}"
-ARGUS_CRASH_KILLS="${1:-50}" nice -n 19 cargo test --profile "$PROFILE" --test crash -- --nocapture
+ARGUS_CRASH_KILLS="${1:-50}" nice -n 19 cargo test --profile "$PROFILE" --test it crash:: -- --nocapture

@@ -2,7 +2,7 @@
 # Fuzzing: each cargo-fuzz target under fuzz/ for SECONDS (default 600).
 #
 # Corpora. Git holds only the named seeds (fuzz/seeds/<target>) and every input that ever crashed a
-# target (fuzz/regressions/<target>); tests/fuzz_corpus.rs replays both. The corpus a run grows lives
+# target (fuzz/regressions/<target>); tests/it/fuzz_corpus.rs replays both. The corpus a run grows lives
 # outside the repository, in ${FUZZ_CORPUS:-/var/cache/argus/fuzz-corpus}/<target>: created and filled
 # from the seeds and regressions on first use, kept between runs, and the only directory libFuzzer
 # writes to. The seeds and regressions are passed after it as read-only corpus directories, so a seed

@@ -3,7 +3,7 @@
 #   victoria-metrics, prometheus, prometheus-alertmanager, prometheus-node-exporter, python3-aiosmtpd,
 #   chromium (the status page's end-to-end test drives it headless),
 #   slurmctld, slurm-client, munge (alertd's Slurm remediation is tested against a real slurmctld),
-#   curl (the README's commands are run as written)
+#   curl (the README's commands are run as written), systemd (systemd-analyze verifies the unit files)
 # Idempotent: installs only what is missing, runs `apt-get update` at most once and only when something
 # is missing. Must run as root (CI does). Package services are not started (policy-rc.d denies it while
 # installing); scripts start each peer on loopback themselves. Prints the versions found.
@@ -21,9 +21,10 @@ declare -A CMD=(
   [slurm-client]=scontrol
   [munge]=munged
   [curl]=curl
+  [systemd]=systemd-analyze
 )
 PKGS=(victoria-metrics prometheus prometheus-alertmanager prometheus-node-exporter python3-aiosmtpd chromium
-  slurmctld slurm-client munge curl)
+  slurmctld slurm-client munge curl systemd)
 
 installed() {
   local pkg=$1 cmd=${CMD[$1]}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs schemathesis (PyPI, pinned below) with the arguments given, installing it on first use into a
-# virtualenv under the cargo target directory (outside the clone). tests/openapi.rs runs it against a
+# virtualenv under the cargo target directory (outside the clone). tests/it/openapi.rs runs it against a
 # live `argus serve`:
 #   scripts/schemathesis.sh run http://127.0.0.1:PORT/api/openapi.json --max-examples 100 …
 set -euo pipefail

@@ -43,5 +43,5 @@ pub use time::Timestamp;
 
 /// The configuration the unit tests and the timeline tests start from.
 #[cfg(test)]
-#[path = "../tests/support/fixture.rs"]
+#[path = "../tests/it/support/fixture.rs"]
 mod fixture;

@@ -14,7 +14,7 @@ use std::path::Path;
 /// Listed, but on no fixture board: fans (SXM boards have none) and retired pages (before Ampere;
 /// the fixtures are H100 and A100); and the kubelet's allocations.
 const NOT_ON_FIXTURES: &[&str] = &[
-    // Written only with a kubelet's answer: collector/tests/attribution_podresources.rs.
+    // Written only with a kubelet's answer: collector/tests/it/attribution_podresources.rs.
     "gpu_allocated",
     "gpu_fan_speed_ratio",
     "DCGM_FI_DEV_FAN_SPEED",

@@ -1,5 +1,5 @@
 //! What each fuzz target does with its input, as plain functions: `fuzz_targets/*.rs` hand them
-//! libFuzzer's bytes, and the main workspace's `tests/fuzz_corpus.rs` replays the committed seeds and
+//! libFuzzer's bytes, and the main workspace's `tests/it/fuzz_corpus.rs` replays the committed seeds and
 //! regressions through them as an ordinary test (no nightly). Each checks what must hold for any input:
 //! no panic, and errors that say where.
 

@@ -1,4 +1,4 @@
-# schemathesis hooks for tests/openapi.rs: remote-write bodies (`application/x-protobuf`, a binary
+# schemathesis hooks for tests/it/openapi.rs: remote-write bodies (`application/x-protobuf`, a binary
 # string in the document) are sent as the raw bytes generated for them.
 import schemathesis
 

@@ -290,7 +290,7 @@ impl Sum {
 /// if that sum overflows, Prometheus 2's incremental mean from there on. The sum needs no division
 /// per sample, where the incremental mean needs two in one dependent chain (a day of 10-second
 /// samples at a 5-minute step spent most of its time dividing). The two agree to rounding;
-/// `tests/promql_diff.rs` holds them to Prometheus 2.42's answers within 1e-9.
+/// `tests/it/promql_diff.rs` holds them to Prometheus 2.42's answers within 1e-9.
 fn avg_over_time(s: &[Sample]) -> f64 {
     let mut sum = Sum::default();
     for (i, x) in s.iter().enumerate() {

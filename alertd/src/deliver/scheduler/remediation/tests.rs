@@ -266,7 +266,7 @@ async fn dry_run_records_and_does_nothing() {
 
 /// A stand-in `scontrol` like the real one (Slurm 22.05): `-o show node N` prints the node's line
 /// (`drained-node` drained by an operator, `ghost` unknown); `update …` writes each argument on its own
-/// line to `args`, or fails for `ghost`. alertd/tests/remediation_slurm.rs runs the real one.
+/// line to `args`, or fails for `ghost`. alertd/tests/it/remediation_slurm.rs runs the real one.
 fn fake_scontrol(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("scontrol");
     let script = format!(

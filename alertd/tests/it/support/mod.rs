@@ -1,0 +1,3 @@
+//! What alertd's integration tests share.
+
+pub mod fixture;

@@ -1,0 +1,186 @@
+//! Tokens and scopes on every API of `argus serve`: each refusal in the error shape of its API, with
+//! `WWW-Authenticate` on a 401, health always open, and no start on the network without auth.
+
+use crate::support::server;
+
+use serde_json::{Value, json};
+use server::{Server, now_ms};
+
+/// Three tokens by the SHA-256 of their text: "reader-token", "writer-token", "admin-token".
+const CONFIG: &str = r#"
+[[auth.tokens]]
+name = "grafana"
+scopes = ["read"]
+sha256 = "ba5005a40cf5212e4ac0190104cc127edab013294bb71279a975b27a80982d45"
+
+[[auth.tokens]]
+name = "collectors"
+scopes = ["write"]
+sha256 = "3590c0a59f72ce02700194a05f228a725c1f135a6dcb3ded9b2d86ab6a6f52cb"
+
+[[auth.tokens]]
+name = "ops"
+scopes = ["admin"]
+sha256 = "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a"
+"#;
+
+const READER: &str = "Bearer reader-token";
+const WRITER: &str = "Token writer-token";
+const ADMIN: &str = "Bearer admin-token";
+
+fn alerts() -> String {
+    json!([{"labels": {"alertname": "GpuHot", "host": "gpu-1"}, "annotations": {}}]).to_string()
+}
+
+fn silence() -> String {
+    let now = now_ms() / 1000;
+    json!({
+        "matchers": [{"name": "host", "value": "gpu-1", "isRegex": false, "isEqual": true}],
+        "startsAt": rfc3339(now),
+        "endsAt": rfc3339(now + 3600),
+        "createdBy": "ops", "comment": "fan swap"
+    })
+    .to_string()
+}
+
+/// RFC 3339 in UTC for Unix seconds (days from the civil-from-days algorithm).
+fn rfc3339(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+#[test]
+fn every_api_checks_scopes_and_answers_in_its_own_shape() {
+    let srv = Server::with_config(CONFIG);
+    let json_ct = [("content-type", "application/json")];
+
+    // Health is open; everything else needs a token.
+    assert_eq!(srv.get("/-/healthy").status, 200);
+    assert_eq!(srv.get("/-/ready").status, 200);
+
+    // Prometheus API: the error envelope.
+    let r = srv.get("/api/v1/query?query=1");
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.headers.get_all("www-authenticate").iter().count(), 2, "{:?}", r.headers);
+    let j = r.json();
+    assert_eq!((j["status"].as_str(), j["errorType"].as_str()), (Some("error"), Some("unauthorized")), "{j}");
+    assert!(j["error"].as_str().unwrap().contains("needs a token with the read scope"), "{j}");
+    let r = srv.get_with("/api/v1/query?query=1", &[("Authorization", WRITER)]);
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.json()["error"], "token \"collectors\" lacks the read scope");
+    assert!(r.header("www-authenticate").is_none());
+    // Basic, as Grafana sends it: "grafana:reader-token".
+    let basic = "Basic Z3JhZmFuYTpyZWFkZXItdG9rZW4=";
+    for auth in [READER, basic, ADMIN] {
+        let r = srv.get_with("/api/v1/query?query=1", &[("Authorization", auth)]);
+        assert_eq!(r.status, 200, "{auth}: {}", r.body);
+    }
+    let r = srv.post(
+        "/api/v1/query",
+        &[("Authorization", READER), ("content-type", "application/x-www-form-urlencoded")],
+        "query=1",
+    );
+    assert_eq!(r.status, 200, "a form-encoded query is a read: {}", r.body);
+
+    // Ingest: InfluxDB's shape; a read token cannot write.
+    let line = format!("scoped value=1 {}", now_ms());
+    let v2 = "/api/v2/write?org=o&bucket=b&precision=ms";
+    let r = srv.post(v2, &[("Authorization", READER)], line.clone());
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.json(), json!({"code": "forbidden", "message": "token \"grafana\" lacks the write scope"}));
+    let r = srv.post(v2, &[("Authorization", WRITER)], line);
+    assert_eq!(r.status, 204, "{}", r.body);
+
+    // Alertmanager API: a JSON string. Intake is a write, silences an admin's.
+    let r = srv.get("/api/v2/alerts");
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(matches!(r.json(), Value::String(s) if s.contains("read scope")), "{}", r.body);
+    let r = srv.post("/api/v2/alerts", &[json_ct[0], ("Authorization", READER)], alerts());
+    assert_eq!((r.status, r.json()), (403, json!("token \"grafana\" lacks the write scope")));
+    let r = srv.post("/api/v2/alerts", &[json_ct[0], ("Authorization", WRITER)], alerts());
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = srv.get_with("/api/v2/alerts", &[("Authorization", READER)]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()[0]["labels"]["alertname"], "GpuHot");
+    let r = srv.post("/api/v2/silences", &[json_ct[0], ("Authorization", WRITER)], silence());
+    assert_eq!((r.status, r.json()), (403, json!("token \"collectors\" lacks the admin scope")));
+    let r = srv.post("/api/v2/silences", &[json_ct[0], ("Authorization", ADMIN)], silence());
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Self metrics are a read; a wrong token is a 401, never a downgrade to anonymous.
+    let r = srv.get("/metrics");
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.header("content-type").is_some_and(|c| c.starts_with("text/plain")), "{:?}", r.headers);
+    let r = srv.get_with("/metrics", &[("Authorization", "Bearer reader-tokeN")]);
+    assert_eq!((r.status, r.body.as_str()), (401, "invalid token\n"));
+    assert_eq!(srv.get_with("/metrics", &[("Authorization", READER)]).status, 200);
+    // No answer and no log line carries a token or its digest.
+    let log = srv.log();
+    for secret in ["reader-token", "writer-token", "admin-token", "ba5005a40cf5212e"] {
+        assert!(!log.contains(secret), "{secret} in the log:\n{log}");
+    }
+}
+
+#[test]
+fn anonymous_read_with_tokens_for_writes() {
+    let srv = Server::with_config(&format!("[auth]\nanonymous = [\"read\"]\n{CONFIG}"));
+    assert_eq!(srv.get("/api/v1/labels").status, 200);
+    let r = srv.write_ms(&format!("anon value=1 {}", now_ms()));
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        "this endpoint needs a token with the write scope: send \"Authorization: Bearer <token>\""
+    );
+}
+
+#[test]
+fn refuses_the_network_without_tokens_or_explicit_anonymous_access() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_argus"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--no-collector", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run argus");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refusing to listen on 0.0.0.0:0 without authentication"), "{err}");
+    assert!(err.contains("`[auth] anonymous = [\"read\"]`"), "{err}");
+    assert!(!dir.path().join("wal").exists(), "nothing opened before the refusal");
+}
+
+/// `argus_http_auth_refusals_total` counts each refusal by its reason, read back by an admin.
+#[test]
+fn refusals_are_counted_by_reason() {
+    let srv = Server::with_config(CONFIG);
+    let count = |reason: &str| {
+        let r = srv.get_with("/metrics", &[("Authorization", ADMIN)]);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let prefix = format!("argus_http_auth_refusals_total{{reason=\"{reason}\"}} ");
+        r.body.lines().find_map(|l| l.strip_prefix(&prefix)).map_or(0.0, |v| v.trim().parse().expect("value"))
+    };
+    assert_eq!((count("missing"), count("invalid"), count("scope")), (0.0, 0.0, 0.0));
+    let lines = format!("m v=1 {}", now_ms());
+    for _ in 0..3 {
+        assert_eq!(srv.get("/api/v1/query?query=up").status, 401);
+    }
+    assert_eq!(srv.get_with("/api/v1/query?query=up", &[("Authorization", "Bearer not-a-token")]).status, 401);
+    assert_eq!(srv.get_with("/api/v2/alerts", &[("Authorization", "Bogus scheme")]).status, 401);
+    let r = srv.post("/api/v2/write?precision=ms", &[("Authorization", READER)], lines.clone());
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(srv.get_with("/api/v1/query?query=up", &[("Authorization", WRITER)]).status, 403);
+    // Allowed and open requests are not counted.
+    assert_eq!(srv.post("/api/v2/write?precision=ms", &[("Authorization", WRITER)], lines).status, 204);
+    assert_eq!(srv.get("/-/healthy").status, 200);
+    assert_eq!((count("missing"), count("invalid"), count("scope")), (3.0, 2.0, 2.0));
+    let r = srv.get_with("/metrics", &[("Authorization", ADMIN)]);
+    assert!(r.body.contains("# TYPE argus_http_auth_refusals counter"), "{}", r.body);
+}
