@@ -7,12 +7,28 @@
 //! `burst_window`); an incident's first notification needs one. A new incident notifies on its first
 //! alert; a place in an alert storm, whose incident stays open, updates only on a burst that stands
 //! out from it.
+//!
+//! A topology value most of a route group's hosts carry (`job="node-exporter"`, a cluster-wide label)
+//! says nothing about which trouble belongs together: a value carried by the alerts of at least
+//! `BROAD_MIN_HOSTS` hosts and of more than `BROAD_SHARE` of the hosts that alerted in the route group
+//! within `backoff_window` correlates nothing (see `Census`). A training job's label, on a few of the
+//! hosts, still joins their alerts.
 
 use crate::alert::{Alert, Fingerprint};
 use crate::time::Timestamp;
 use argus_model::{MatchOp, Matcher};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
+
+/// Labels that name the host an alert is about, most specific first: the census counts hosts by the
+/// first of them an alert carries.
+pub const HOST_LABELS: [&str; 4] = ["host", "instance", "node", "hostname"];
+/// A value seen on fewer hosts than this always correlates: two hosts' alerts sharing a job cannot be
+/// told apart from the two hosts of a job, and splitting them would miss a job's cross-host incident.
+pub const BROAD_MIN_HOSTS: usize = 3;
+/// A value seen on more than this share of the route group's alerting hosts is broad: it correlates
+/// nothing, so an incident never spans most of the group through a label they all share.
+pub const BROAD_SHARE: f64 = 0.5;
 
 #[derive(Debug, Clone)]
 pub struct CorrelationConfig {
@@ -140,11 +156,68 @@ pub struct Correlator {
     incidents: HashMap<String, Vec<Incident>>,
     /// Notification times per incident origin.
     sent: HashMap<String, VecDeque<Timestamp>>,
+    /// Which hosts alerted lately, per route group.
+    census: HashMap<String, Census>,
+}
+
+/// The hosts of one route group that alerted within `backoff_window`, and the hosts each topology
+/// value was seen on, with when each was last seen.
+#[derive(Debug, Default)]
+struct Census {
+    hosts: HashMap<String, Timestamp>,
+    values: HashMap<(String, String), HashMap<String, Timestamp>>,
+    expired_at: Option<Timestamp>,
+}
+
+// === impl Census ===
+
+impl Census {
+    fn observe(&mut self, host: &str, topology: &BTreeSet<(String, String)>, now: Timestamp) {
+        self.hosts.insert(host.to_string(), now);
+        for pair in topology {
+            self.values.entry(pair.clone()).or_default().insert(host.to_string(), now);
+        }
+    }
+
+    /// Forgets sightings before `before`; at most once a minute, since it walks every sighting.
+    fn expire(&mut self, before: Timestamp, now: Timestamp) {
+        if self.expired_at.is_some_and(|t| now - t < Duration::from_secs(60)) {
+            return;
+        }
+        self.expired_at = Some(now);
+        self.hosts.retain(|_, t| *t >= before);
+        self.values.retain(|_, hosts| {
+            hosts.retain(|_, t| *t >= before);
+            !hosts.is_empty()
+        });
+    }
+
+    /// Whether `pair` is carried by too many of the group's hosts to say what belongs together.
+    fn broad(&self, pair: &(String, String)) -> bool {
+        let n = self.values.get(pair).map_or(0, HashMap::len);
+        n >= BROAD_MIN_HOSTS && n as f64 > BROAD_SHARE * self.hosts.len() as f64
+    }
+
+    fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+    }
+}
+
+/// The host an alert is about: the value of the first of `HOST_LABELS` it carries.
+fn host_of(alert: &Alert) -> Option<(&'static str, &str)> {
+    HOST_LABELS.iter().find_map(|&n| alert.labels.get(n).map(|v| (n, v)))
 }
 
 impl Correlator {
     pub fn new(cfg: CorrelationConfig) -> Self {
-        Correlator { cfg, next_id: 1, by_content: false, incidents: HashMap::new(), sent: HashMap::new() }
+        Correlator {
+            cfg,
+            next_id: 1,
+            by_content: false,
+            incidents: HashMap::new(),
+            sent: HashMap::new(),
+            census: HashMap::new(),
+        }
     }
 
     /// Numbers incidents by their content from now on (see `content_id`).
@@ -169,9 +242,20 @@ impl Correlator {
     }
 
     /// The incident the alert belongs to within route group `group`, opening one when none of the
-    /// open incidents shares its topology. None for an alert without topology labels.
+    /// open incidents shares its topology. None for an alert without topology labels, or whose only
+    /// topology values are broad (carried by most of the group's hosts, see `Census`).
     pub fn assign(&mut self, group: &str, alert: &Alert, now: Timestamp) -> Option<u64> {
-        let topo = self.topology(alert);
+        let mut topo = self.topology(alert);
+        let host = host_of(alert);
+        if let Some((_, h)) = host {
+            let census = self.census.entry(group.to_string()).or_default();
+            census.observe(h, &topo, now);
+            census.expire(now - self.cfg.backoff_window, now);
+        }
+        if let Some(census) = self.census.get(group) {
+            // The host's own value always correlates: every alert of a host is about it.
+            topo.retain(|pair| host.is_some_and(|(n, _)| pair.0 == n) || !census.broad(pair));
+        }
         if topo.is_empty() {
             return None;
         }
@@ -338,6 +422,10 @@ impl Correlator {
         });
         let bw = self.cfg.backoff_window;
         self.sent.retain(|_, q| q.back().is_some_and(|&t| now - t < bw));
+        self.census.retain(|_, c| {
+            c.expire(now - bw, now);
+            !c.is_empty()
+        });
     }
 }
 
@@ -381,6 +469,66 @@ mod tests {
         let all = [util, nccl, down];
         let (cause, a) = c.probable_cause(&all, Timestamp(5)).unwrap();
         assert_eq!((cause, a.labels.get("alertname")), ("node_down", Some("HostDown")));
+    }
+
+    #[test]
+    fn a_value_most_of_the_groups_hosts_share_does_not_merge_them() {
+        let mut c = Correlator::new(CorrelationConfig::default());
+        let far = 10_000_000;
+        let on = |h: &str| alert(&[("alertname", "DiskFull"), ("host", h), ("job", "node-exporter")], far);
+        let a = c.assign("g", &on("a"), Timestamp(0));
+        // Two hosts of one job are as likely one job's trouble as a shared exporter's.
+        assert_eq!(c.assign("g", &on("b"), Timestamp(1)), a, "two hosts sharing a job correlate");
+        let third = c.assign("g", &on("c"), Timestamp(2));
+        let fourth = c.assign("g", &on("d"), Timestamp(3));
+        assert_ne!(third, a, "the third of three hosts: the job is broad");
+        assert_ne!(fourth, a);
+        assert_ne!(fourth, third);
+        assert_eq!(c.assign("g", &on("c"), Timestamp(4)), third, "its host still joins its own incident");
+        assert_eq!(c.assign("g", &alert(&[("alertname", "X"), ("job", "node-exporter")], far), Timestamp(5)), None);
+        // Another route group keeps its own census.
+        let other = c.assign("h", &on("a"), Timestamp(6));
+        assert_eq!(c.assign("h", &on("b"), Timestamp(7)), other);
+    }
+
+    #[test]
+    fn a_training_job_on_few_of_the_groups_hosts_still_correlates() {
+        let mut c = Correlator::new(CorrelationConfig::default());
+        let far = 10_000_000;
+        let hosts = ["h1", "h2", "h3", "h4", "h5", "h6", "h7"];
+        for (i, h) in hosts.iter().enumerate() {
+            c.assign(
+                "g",
+                &alert(&[("alertname", "DiskFull"), ("host", h), ("job", "node-exporter")], far),
+                Timestamp(i as i64),
+            );
+        }
+        let nccl = |h: &str| alert(&[("alertname", "NcclTimeout"), ("host", h), ("job", "train-7")], far);
+        let first = c.assign("g", &nccl("h1"), Timestamp(100));
+        assert_eq!(c.assign("g", &nccl("h2"), Timestamp(101)), first);
+        assert_eq!(c.assign("g", &nccl("h3"), Timestamp(102)), first, "3 of 7 hosts: not broad");
+        let h5 = c.assign(
+            "g",
+            &alert(&[("alertname", "DiskFull"), ("host", "h5"), ("job", "node-exporter")], far),
+            Timestamp(103),
+        );
+        assert_ne!(h5, first, "node-exporter, on all seven hosts, joins nothing across hosts");
+    }
+
+    #[test]
+    fn hosts_leave_the_census_after_the_backoff_window() {
+        let cfg = CorrelationConfig { window: Duration::from_secs(60), ..CorrelationConfig::default() };
+        let bw = cfg.backoff_window;
+        let mut c = Correlator::new(cfg);
+        let on = |h: &str, ends: i64| alert(&[("alertname", "DiskFull"), ("host", h), ("job", "node-exporter")], ends);
+        for (i, h) in ["a", "b", "c", "d"].iter().enumerate() {
+            c.assign("g", &on(h, 1_000), Timestamp(i as i64));
+        }
+        // Long after: the old sightings are forgotten, so two hosts sharing the job correlate again.
+        let later = Timestamp(0) + bw + Duration::from_secs(120);
+        c.gc(later);
+        let x = c.assign("g", &on("x", later.0 + 1_000_000), later);
+        assert_eq!(c.assign("g", &on("y", later.0 + 1_000_000), later + Duration::from_secs(1)), x);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! is alerts that are flapping, or — for an update of a correlated incident already notified — fewer
 //! new alerts than the incident's backoff asks for (`Correlator::required_burst`). Resolutions and
 //! repeats pass. An update of an incident that comes within `update_interval` of its last
-//! notification waits for it.
+//! notification waits for it. A burst is what begins within `burst_window`, or within two of the
+//! sender's evaluation intervals when it evaluates slower.
 
 use super::dedup::split;
 use super::{Ctx, NotifyError, Stage};
@@ -12,6 +13,7 @@ use crate::suppressed::{Reason, Timer};
 use crate::time::Timestamp;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Updates that have met their incident's backoff and wait out its `update_interval`: when each met
 /// it, per group key and recipient. Shared so that a reload's new pipeline keeps them.
@@ -45,15 +47,17 @@ impl Stage for HoldStage {
             // The news is resolutions or the repeat interval, not new firing alerts.
             return Ok(alerts);
         }
-        // A burst must have begun within `burst_window` to count for an update. An incident's first
+        // A burst must have begun within `burst_window` (or two of its sender's evaluations, see
+        // `burst_window`) to count for an update. An incident's first
         // notification takes its alerts however long ago they began: they may have waited out a long
         // group_wait, or fired while alertd was down.
-        let burst_start = ctx.incident.filter(|_| entry.is_some()).map(|(c, _)| ctx.now - c.cfg.burst_window);
+        let window = ctx.incident.filter(|_| entry.is_some()).map(|(c, _)| c.cfg.burst_window);
+        let before_burst = |a: &Alert| window.is_some_and(|w| a.starts_at < ctx.now - burst_window(w, a));
         // Alerts new since the last notification: `steady` ones lead a burst; `riders` (flapping
         // alerts, and alerts that had been notified and have begun again since) join one.
         let (mut steady, mut riders) = (0, 0);
         for a in &alerts {
-            if a.resolved_at(ctx.now) || burst_start.is_some_and(|s| a.starts_at < s) {
+            if a.resolved_at(ctx.now) || before_burst(a) {
                 continue;
             }
             let fp = a.fingerprint();
@@ -122,6 +126,25 @@ impl Stage for HoldStage {
     }
 }
 
+/// The longest evaluation interval taken from a sender's `endsAt`: beyond it, an end far ahead is a
+/// sender's own choice (a heartbeat, a long expiry), not four evaluation intervals.
+const MAX_SENDER_INTERVAL: Duration = Duration::from_secs(450);
+
+/// The window in which `a` must have begun to count toward a burst: `burst_window`, or two of its
+/// sender's evaluation intervals when that is longer. Alerts cannot begin closer together than the
+/// rule evaluations that start them, so a sender evaluating every 5 minutes shows a burst spread over
+/// two evaluations, 5 minutes apart. Prometheus sends a firing alert with its end four times the
+/// larger of its evaluation interval and its resend delay (1m) ahead, so that is a quarter of the time
+/// from the alert's last receipt to its end (an end alertd set from `resolve_timeout` says nothing of
+/// the sender).
+fn burst_window(configured: Duration, a: &Alert) -> Duration {
+    if a.timeout {
+        return configured;
+    }
+    let interval = ((a.ends_at - a.updated_at) / 4).min(MAX_SENDER_INTERVAL);
+    configured.max(2 * interval)
+}
+
 /// Records why each alert this notification would have brought news of is held: those not in the
 /// last notification as firing, or begun again since.
 fn hold_news(
@@ -136,5 +159,36 @@ fn hold_news(
             let (reason, until) = why(a);
             ctx.hold(a, reason, until, true);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use argus_model::Labels;
+
+    fn alert(received: i64, ends: i64, timeout: bool) -> Alert {
+        Alert {
+            labels: Labels::from_pairs([("alertname", "X")]),
+            annotations: Labels::default(),
+            starts_at: Timestamp(0),
+            ends_at: Timestamp(ends),
+            generator_url: String::new(),
+            updated_at: Timestamp(received),
+            timeout,
+        }
+    }
+
+    #[test]
+    fn a_burst_spans_two_of_the_senders_evaluations() {
+        let w = Duration::from_secs(120);
+        let check =
+            |received: i64, ends: i64, timeout: bool| burst_window(w, &alert(received, ends, timeout)).as_secs();
+        assert_eq!(check(0, 60_000, false), 120, "every 15 s: the configured window");
+        assert_eq!(check(0, 240_000, false), 120, "every minute: two evaluations are the configured window");
+        assert_eq!(check(600_000, 1_800_000, false), 600, "every 5 minutes: two evaluations");
+        assert_eq!(check(0, 3_600_000, false), 900, "an end an hour ahead: capped");
+        assert_eq!(check(0, 1_200_000, true), 120, "an end from resolve_timeout says nothing of the sender");
+        assert_eq!(check(60_000, 0, false), 120, "resolved: never shorter than configured");
     }
 }
