@@ -53,6 +53,7 @@ pub trait StreamDetector: Send {
     fn update(&mut self, t_ms: i64, value: f64) -> Verdict;
 }
 
+pub mod art;
 pub mod ewma;
 pub mod features;
 pub mod iforest;

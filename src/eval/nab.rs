@@ -4,14 +4,16 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-/// Evaluate the runtime's univariate detector on the NAB corpus.
+/// Evaluate the runtime's univariate detector on the NAB corpus: its default ensemble, and each of its two
+/// families (the band and its stages, `baseline`; adaptive resonance, `art`) alone.
 #[derive(clap::Args)]
 pub struct Args {
     /// The NAB repository: data/, labels/combined_windows.json, config/profiles.json (and optionally
     /// results/windowedGaussian/, to check the scorer against NAB's published scores).
     #[arg(long)]
     data: PathBuf,
-    /// Also write the figures as JSON (`standard`, `reward_low_FP`, `reward_low_FN`: the half-split scores).
+    /// Also write the figures as JSON (`standard`, `reward_low_FP`, `reward_low_FN`: the ensemble's half-split
+    /// scores; `_whole` the whole corpus'; `detectors.baseline.*` and `detectors.art.*` each family's alone).
     #[arg(long)]
     json: Option<PathBuf>,
 }

@@ -22,6 +22,15 @@
 //! excursion) alarms even after a much larger spike has deafened the record stage. The stages' score is the
 //! largest of the three.
 //!
+//! Beside the stages runs the second family, adaptive resonance ([`super::art`]): the novelty of the
+//! last few points' shape among the shapes the series has shown. Its score, times
+//! [`UnivariateParams::art_weight`] and kept to the watched side of the expected value for a one-sided
+//! rule, joins the stages' score through [`super::ensemble`]: the final score is above 1 when one family
+//! is far out (above 2) or both are out (above 1). The two families fail differently (the band misses a
+//! change of shape that stays inside it, resonance misses a slow drift it keeps learning, and each has
+//! false alarms of its own), so a point both find unusual is the strongest evidence. During resonance's
+//! probation its score is 0, and the stages alone must reach 2.
+//!
 //! Last, the alert level (`alert_level = "spot"`; the default is `"fixed"`): the stages' scores of the first
 //! [`SpotParams::calibration`] points after warm-up calibrate SPOT ([`super::spot`]), and from then on the
 //! final score is the stages' score divided by SPOT's level, the score a normal point of this series passes
@@ -33,6 +42,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use super::art::{Art, ArtParams};
 use super::likelihood::{Likelihood, LikelihoodParams};
 use super::spot::{AlertLevel, Spot, SpotParams};
 use super::threshold::{Threshold, ThresholdParams};
@@ -54,6 +64,11 @@ pub struct UnivariateParams {
     pub alert_level: AlertLevel,
     /// SPOT's parameters; the univariate default keeps at most 250 peaks per series (2 KiB).
     pub spot: SpotParams,
+    /// The adaptive-resonance detector beside the stages.
+    pub art: ArtParams,
+    /// The resonance score is multiplied by this before it joins the stages' score in the ensemble; 0 turns
+    /// the resonance detector off (the final score is then the stages' own).
+    pub art_weight: f64,
 }
 
 /// When a surprise that lasts counts as anomalous, whatever brief spikes came before.
@@ -107,9 +122,14 @@ impl Default for UnivariateParams {
             // (bench/results/spot-2026-12-07.json). The stages' record already adapts each series' level.
             alert_level: AlertLevel::Fixed,
             spot: SpotParams { max_peaks: 250, ..SpotParams::default() },
+            art: ArtParams::default(),
+            art_weight: ART_WEIGHT,
         }
     }
 }
+
+/// The default [`UnivariateParams::art_weight`].
+pub const ART_WEIGHT: f64 = 1.0;
 
 /// The univariate ensemble over one series; serialisable like its parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,6 +150,14 @@ pub struct Univariate {
     /// the default level (fixed, as before).
     #[serde(default)]
     alert: Alert,
+    /// The resonance detector and its weight; `null` when turned off. Absent from state saved before it
+    /// existed (analyzer state versions 1 and 2): it resumes with the default detector, in probation.
+    #[serde(default = "default_art")]
+    art: Option<(Art, f64)>,
+}
+
+fn default_art() -> Option<(Art, f64)> {
+    Some((Art::default(), ART_WEIGHT))
 }
 
 /// The alert level: SPOT, once calibrated on the stages' scores after warm-up.
@@ -279,7 +307,27 @@ impl Univariate {
             record_floor: params.record_floor,
             record: params.record_floor,
             alert: Alert::new(params.alert_level, params.spot),
+            art: (params.art_weight > 0.0).then(|| (Art::new(params.art), params.art_weight)),
         }
+    }
+
+    /// The resonance detector, when on.
+    pub fn art(&self) -> Option<&Art> {
+        self.art.as_ref().map(|(a, _)| a)
+    }
+
+    /// The stages' `score` joined with the resonance score of `value` (weighted, on the watched side of the
+    /// expected value only); the stages' score alone when resonance is off.
+    fn resonate(&mut self, score: f64, t_ms: i64, value: f64, expected: Option<f64>) -> f64 {
+        let Some((art, weight)) = &mut self.art else { return score };
+        let resonance = *weight * art.update(t_ms, value).score;
+        let direction = self.threshold.direction();
+        let watched = match expected {
+            _ if direction == Direction::Both => true,
+            Some(e) => direction.keeps(value - e),
+            None => false,
+        };
+        super::ensemble(&[score, if watched { resonance } else { 0.0 }])
     }
 
     /// SPOT's state, once calibrated.
@@ -302,11 +350,13 @@ impl StreamDetector for Univariate {
         let raw = verdict.score.max(self.likelihood.update(self.threshold.direction().watched(z)));
         let novel = self.novelty.update(value, raw, self.threshold.direction());
         if self.record_decay <= 0.0 {
-            let score = self.alert.apply(raw.max(novel), !warming);
+            let score = self.resonate(raw.max(novel), t_ms, value, verdict.expected);
+            let score = self.alert.apply(score, !warming);
             return Verdict { score, ..verdict };
         }
         let lasting = self.sustain.update(raw, self.record_decay, self.record_floor);
         let score = (raw / self.record).max(novel).max(lasting);
+        let score = self.resonate(score, t_ms, value, verdict.expected);
         self.record = (self.record * self.record_decay).max(raw).max(self.record_floor);
         if warming && self.threshold.period().is_some() {
             self.record = self.record_floor;
@@ -321,12 +371,93 @@ impl StreamDetector for Univariate {
 mod tests {
     use super::*;
 
+    /// The stages alone, without the resonance detector: the tests of the stages' behaviour.
+    fn stages() -> UnivariateParams {
+        UnivariateParams { art_weight: 0.0, ..Default::default() }
+    }
+
+    fn noise(i: u64) -> f64 {
+        super::super::threshold::tests::noise(i as usize)
+    }
+
+    /// The ensemble with both families, as the runtime runs it: a flat series then a step alarms at the
+    /// step and not before, whatever noise the flat part has.
+    #[test]
+    fn with_resonance_a_flat_series_is_quiet_and_its_step_alarms() {
+        let mut e = Univariate::new(UnivariateParams::default());
+        assert!(e.art().is_some());
+        let flat: Vec<f64> = (0..3000).map(|i| e.update(i as i64, 10.0 + 0.2 * noise(i)).score).collect();
+        let worst = flat.iter().cloned().fold(0.0, f64::max);
+        assert!(worst < 1.0, "{worst} at {:?}", flat.iter().position(|&s| s == worst));
+        let step: Vec<f64> = (3000..3100).map(|i| e.update(i as i64, 14.0 + 0.2 * noise(i)).score).collect();
+        assert!(step[0] > 1.0, "{:?}", &step[..5]);
+        assert!(step[50..].iter().all(|&s| s < 1.0), "{step:?}");
+    }
+
+    #[test]
+    fn with_resonance_a_periodic_series_is_quiet_after_warm_up() {
+        let mut e = Univariate::new(UnivariateParams::default());
+        let wave = |i: u64| 50.0 + 20.0 * (i as f64 * std::f64::consts::TAU / 48.0).sin() + noise(i);
+        let s: Vec<f64> = (0..6000).map(|i| e.update(i as i64, wave(i)).score).collect();
+        let worst = s[700..].iter().cloned().fold(0.0, f64::max);
+        assert!(worst < 1.0, "{worst} at {:?}", s.iter().position(|&v| v == worst));
+        // Both families see a cycle that breaks off: a drop to the trough's depth at the crest.
+        let glitch: Vec<f64> =
+            (6000..6020).map(|i| e.update(i as i64, if i == 6012 { 10.0 } else { wave(i) }).score).collect();
+        assert!(glitch[12] > 1.0, "{glitch:?}");
+    }
+
+    #[test]
+    fn with_resonance_the_same_input_gives_the_same_scores_across_a_save_and_restore() {
+        let series = |i: u64| 5.0 + (i as f64 / 7.0).sin() + 0.3 * noise(i) + if i > 2500 { 3.0 } else { 0.0 };
+        let (mut a, mut b) =
+            (Univariate::new(UnivariateParams::default()), Univariate::new(UnivariateParams::default()));
+        let first: Vec<Verdict> = (0..3000).map(|i| a.update(i as i64, series(i))).collect();
+        let second: Vec<Verdict> = (0..3000).map(|i| b.update(i as i64, series(i))).collect();
+        assert_eq!(first, second);
+        assert!(a.art().is_some_and(Art::is_live));
+        let mut back: Univariate = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
+        for i in 3000..4000 {
+            assert_eq!(back.update(i as i64, series(i)), a.update(i as i64, series(i)), "point {i}");
+        }
+    }
+
+    #[test]
+    fn with_resonance_a_one_sided_rule_still_ignores_the_other_side() {
+        let mut params = UnivariateParams::default();
+        params.threshold.direction = Direction::Above;
+        let mut e = Univariate::new(params);
+        for i in 0..2000 {
+            e.update(i as i64, 10.0 + noise(i));
+        }
+        let dropped: Vec<f64> = (2000..2100).map(|i| e.update(i as i64, -10.0 + noise(i)).score).collect();
+        assert!(dropped.iter().all(|&s| s < 1.0), "{dropped:?}");
+        let risen: Vec<f64> = (2100..2110).map(|i| e.update(i as i64, 40.0 + noise(i)).score).collect();
+        assert!(risen[0] > 1.0, "{risen:?}");
+    }
+
+    #[test]
+    fn state_without_resonance_resumes_with_a_fresh_detector_and_off_stays_off() {
+        let mut e = Univariate::new(UnivariateParams::default());
+        for i in 0..1000 {
+            e.update(i, (i as f64 / 10.0).sin());
+        }
+        let mut json: serde_json::Value = serde_json::to_value(&e).unwrap();
+        json.as_object_mut().unwrap().remove("art");
+        let back: Univariate = serde_json::from_value(json).unwrap();
+        assert_eq!(back.art, default_art());
+        let off: Univariate =
+            serde_json::from_str(&serde_json::to_string(&Univariate::new(stages())).unwrap()).unwrap();
+        assert_eq!(off.art(), None);
+    }
+
     #[test]
     fn spot_sets_the_level_from_the_series_own_scores() {
         let noise = |i: u64| super::super::threshold::tests::noise(i as usize);
-        let fixed = UnivariateParams::default();
+        let fixed = stages();
         assert_eq!(fixed.alert_level, AlertLevel::Fixed);
-        let with_spot = UnivariateParams { alert_level: AlertLevel::Spot, ..Default::default() };
+        let with_spot = UnivariateParams { alert_level: AlertLevel::Spot, ..stages() };
         let (mut spot, mut plain) = (Univariate::new(with_spot), Univariate::new(fixed));
         // Warm-up (640 points), then 1,000 points of calibration.
         for i in 0..1640 {
@@ -354,7 +485,7 @@ mod tests {
             assert!(quiet[700..].iter().all(|&s| s < 1.0), "{}", quiet[700..].iter().cloned().fold(0.0, f64::max));
             (2000..2300).map(|i| e.update(i as i64, 30.0 + noise(i)).score).collect::<Vec<f64>>()
         };
-        let shifted = run(UnivariateParams::default());
+        let shifted = run(stages());
         assert!(shifted[0] > 1.0, "{}", shifted[0]);
         // Once the surprise has lasted 12 points the sustained stage speaks, until the baseline has caught
         // up; then never again.
@@ -362,7 +493,7 @@ mod tests {
         assert!(shifted[40..].iter().all(|&s| s < 1.0), "{shifted:?}");
         // The record stage alone: while the baseline catches up the surprise can edge past its record a few
         // times, then never again.
-        let off = UnivariateParams { sustain: SustainParams { points: 0, ..Default::default() }, ..Default::default() };
+        let off = UnivariateParams { sustain: SustainParams { points: 0, ..Default::default() }, ..stages() };
         let shifted = run(off);
         assert!(shifted[0] > 1.0, "{}", shifted[0]);
         assert!(shifted[10..].iter().all(|&s| s < 1.0), "{shifted:?}");
@@ -382,23 +513,22 @@ mod tests {
     fn a_value_beyond_the_whole_range_alarms_despite_the_record() {
         // A drop to -5 deviates far less than the old spike did, so the record stage alone stays quiet; but
         // the series has never been that low.
-        let mut e = Univariate::new(UnivariateParams::default());
+        let mut e = Univariate::new(stages());
         spiked_then_quiet(&mut e);
         assert!(e.update(1500, -5.0).score >= 2.2);
-        let params =
-            UnivariateParams { novelty: NoveltyParams { tolerance: 0.0, ..Default::default() }, ..Default::default() };
+        let params = UnivariateParams { novelty: NoveltyParams { tolerance: 0.0, ..Default::default() }, ..stages() };
         let mut e = Univariate::new(params);
         spiked_then_quiet(&mut e);
         assert!(e.update(1500, -5.0).score < 1.0);
         // Within the range seen (under the old spike) nothing changes: no alarm.
-        let mut e = Univariate::new(UnivariateParams::default());
+        let mut e = Univariate::new(stages());
         spiked_then_quiet(&mut e);
         assert!(e.update(1500, 60.0).score < 1.0);
     }
 
     #[test]
     fn novelty_keeps_to_the_watched_direction_and_waits_for_history() {
-        let mut params = UnivariateParams::default();
+        let mut params = stages();
         params.threshold.direction = Direction::Above;
         let mut e = Univariate::new(params.clone());
         spiked_then_quiet(&mut e);
@@ -430,10 +560,10 @@ mod tests {
     fn a_lasting_shift_alarms_under_the_record_of_a_bigger_spike() {
         // The shift to 40 deviates less than the spike did and stays within the range seen, so neither the
         // record stage nor the novelty check would speak; it lasts, so the sustained stage does.
-        let off = UnivariateParams { sustain: SustainParams { points: 0, ..Default::default() }, ..Default::default() };
+        let off = UnivariateParams { sustain: SustainParams { points: 0, ..Default::default() }, ..stages() };
         let quiet = spike_then_shift(&mut Univariate::new(off), 40.0, 40);
         assert!(quiet.iter().all(|&s| s < 1.0), "{quiet:?}");
-        let scores = spike_then_shift(&mut Univariate::new(UnivariateParams::default()), 40.0, 40);
+        let scores = spike_then_shift(&mut Univariate::new(stages()), 40.0, 40);
         let first = scores.iter().position(|&s| s > 1.0).expect("the lasting shift alarms");
         assert!(first >= 11, "not before the surprise has lasted 12 points: {scores:?}");
         assert!(first < 20, "{scores:?}");
@@ -456,7 +586,7 @@ mod tests {
     #[test]
     fn a_one_sided_rule_ignores_the_other_side_in_every_stage() {
         // A rule watching rises only: a long deep drop must score nothing, though its residuals are huge.
-        let mut params = UnivariateParams::default();
+        let mut params = stages();
         params.threshold.direction = Direction::Above;
         let mut e = Univariate::new(params);
         let noise = |i: u64| super::super::threshold::tests::noise(i as usize);
@@ -469,7 +599,7 @@ mod tests {
 
     #[test]
     fn a_model_saved_before_the_novelty_check_or_the_sustained_stage_resumes_with_them() {
-        let mut e = Univariate::new(UnivariateParams::default());
+        let mut e = Univariate::new(stages());
         for i in 0..1000 {
             e.update(i, (i as f64 / 10.0).sin());
         }
@@ -484,7 +614,7 @@ mod tests {
     #[test]
     fn a_resumed_model_keeps_its_direction_in_the_novelty_check() {
         // The stages' own scores: the novelty score is compared with its level, 2.2.
-        let mut params = UnivariateParams { alert_level: AlertLevel::Fixed, ..Default::default() };
+        let mut params = UnivariateParams { alert_level: AlertLevel::Fixed, ..stages() };
         params.threshold.direction = Direction::Above;
         let mut e = Univariate::new(params);
         spiked_then_quiet(&mut e);
@@ -500,7 +630,7 @@ mod tests {
 
     #[test]
     fn state_round_trips_through_json() {
-        let mut e = Univariate::new(UnivariateParams::default());
+        let mut e = Univariate::new(stages());
         for i in 0..1000 {
             e.update(i, (i as f64 / 10.0).sin());
         }

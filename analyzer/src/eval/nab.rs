@@ -1,7 +1,9 @@
 //! `argus eval nab`: the Numenta Anomaly Benchmark, scored with NAB's own method.
 //!
 //! Every file is streamed point by point through the runtime's univariate detector ([`crate::detect::univariate`])
-//! with one parameter set for the whole corpus. The only thing fitted on the corpus is the score threshold of each
+//! with one parameter set for the whole corpus: the default ensemble, and each of its two families alone
+//! (`baseline`, the band and its stages without resonance; `art`, the adaptive-resonance detector
+//! [`crate::detect::art`] alone). The only thing fitted on the corpus is the score threshold of each
 //! profile, found by NAB's threshold sweep ([`sweep::optimize`]). The headline is a two-fold split: files sorted by
 //! path, every other file in one half; the threshold is fixed on one half and scored on the other, and the two
 //! normalised test scores are averaged. The whole-corpus score (threshold fitted on all files) is reported beside it.
@@ -17,6 +19,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::detect::StreamDetector;
+use crate::detect::art::Art;
 use crate::detect::univariate::{Univariate, UnivariateParams};
 use corpus::{Corpus, DataFile, Profile};
 use sweep::{Point, WindowError};
@@ -68,6 +71,10 @@ pub struct ProfileResult {
     pub whole: f64,
     pub whole_raw: f64,
     pub threshold_whole: f64,
+    /// Each half scored with the threshold fitted on itself: the training figures, by which a choice
+    /// between detectors for the other half can be made without looking at it.
+    pub train_a: f64,
+    pub train_b: f64,
 }
 
 /// The result of `argus eval nab`.
@@ -83,6 +90,11 @@ pub struct Report {
 /// `argus eval nab`: checks the scorer against windowedGaussian's published results when they are under
 /// `root/results/`, then evaluates the runtime univariate detector with its default parameters.
 pub fn run(root: &Path) -> Result<NabRun, NabError> {
+    run_with(root, UnivariateParams::default())
+}
+
+/// [`run`] with other parameters than the runtime's defaults.
+pub fn run_with(root: &Path, params: UnivariateParams) -> Result<NabRun, NabError> {
     let started = Instant::now();
     let corpus = Corpus::load(root)?;
     let check = if root.join("results/windowedGaussian").is_dir() {
@@ -90,15 +102,40 @@ pub fn run(root: &Path) -> Result<NabRun, NabError> {
     } else {
         None
     };
-    let params = UnivariateParams::default();
     let report = evaluate(&corpus, || Univariate::new(params.clone()))?;
-    Ok(NabRun { report, check, params, seconds: started.elapsed().as_secs_f64() })
+    let baseline = UnivariateParams { art_weight: 0.0, ..params.clone() };
+    let detectors = vec![
+        (Family::Baseline, evaluate(&corpus, || Univariate::new(baseline.clone()))?),
+        (Family::Art, evaluate(&corpus, || Art::new(params.art.clone()))?),
+    ];
+    Ok(NabRun { report, detectors, check, params, seconds: started.elapsed().as_secs_f64() })
+}
+
+/// The detector families of the runtime's univariate ensemble, each evaluated alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// The dynamic threshold's band with its likelihood, record, novelty and sustained stages.
+    Baseline,
+    /// The adaptive-resonance detector.
+    Art,
+}
+
+impl Family {
+    pub fn key(self) -> &'static str {
+        match self {
+            Family::Baseline => "baseline",
+            Family::Art => "art",
+        }
+    }
 }
 
 /// Everything `argus eval nab` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct NabRun {
     pub report: Report,
+    /// Each family of the ensemble alone, with the same parameters.
+    pub detectors: Vec<(Family, Report)>,
     /// The scorer's reproduction of windowedGaussian, when its results were there.
     pub check: Option<Vec<reference::ProfileCheck>>,
     pub params: UnivariateParams,
@@ -120,16 +157,55 @@ impl NabRun {
             "params": self.params,
             "scorer_check": self.check,
         });
-        for p in &self.report.profiles {
-            let key = p.profile.trim_end_matches("_rate");
-            v[key] = p.split.into();
-            v[format!("{key}_whole")] = p.whole.into();
+        headline(&mut v, &self.report.profiles);
+        for (family, report) in &self.detectors {
+            let mut d = serde_json::json!({ "detect_seconds": report.detect_seconds, "profiles": report.profiles });
+            headline(&mut d, &report.profiles);
+            v["detectors"][family.key()] = d;
         }
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
     }
 
     /// A readable report.
     pub fn text(&self) -> String {
+        let mut out = self.check_text();
+        let r = &self.report;
+        let _ = writeln!(
+            out,
+            "NAB: detector {}, {} files, {} points, streamed in {:.2} s ({:.2} s in all)",
+            r.detector, r.files, r.points, r.detect_seconds, self.seconds
+        );
+        let _ = writeln!(
+            out,
+            "  {:20} {:>8} {:>8} {:>8} {:>8}   thresholds (whole, from A, from B)",
+            "detector / profile", "split", "half A", "half B", "whole"
+        );
+        let families = self.detectors.iter().map(|(f, r)| (f.key(), r));
+        for (name, report) in std::iter::once(("ensemble", r)).chain(families) {
+            let _ = writeln!(out, "  {name}");
+            for p in &report.profiles {
+                let _ = writeln!(
+                    out,
+                    "    {:18} {:>8.2} {:>8.2} {:>8.2} {:>8.2}   {:.3}, {:.3}, {:.3}",
+                    p.profile,
+                    p.split,
+                    p.half_a,
+                    p.half_b,
+                    p.whole,
+                    p.threshold_whole,
+                    p.threshold_from_a,
+                    p.threshold_from_b
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "split = threshold fitted on one half (files sorted by path, every other file), scored on the other, averaged"
+        );
+        out
+    }
+
+    fn check_text(&self) -> String {
         let mut out = String::new();
         if let Some(check) = &self.check {
             let _ = writeln!(out, "Scorer check: windowedGaussian's published outputs, scored here");
@@ -147,36 +223,16 @@ impl NabRun {
             }
             let _ = writeln!(out);
         }
-        let r = &self.report;
-        let _ = writeln!(
-            out,
-            "NAB: detector {}, {} files, {} points, streamed in {:.2} s ({:.2} s in all)",
-            r.detector, r.files, r.points, r.detect_seconds, self.seconds
-        );
-        let _ = writeln!(
-            out,
-            "  {:20} {:>8} {:>8} {:>8} {:>8}   thresholds (whole, from A, from B)",
-            "profile", "split", "half A", "half B", "whole"
-        );
-        for p in &r.profiles {
-            let _ = writeln!(
-                out,
-                "  {:20} {:>8.2} {:>8.2} {:>8.2} {:>8.2}   {:.3}, {:.3}, {:.3}",
-                p.profile,
-                p.split,
-                p.half_a,
-                p.half_b,
-                p.whole,
-                p.threshold_whole,
-                p.threshold_from_a,
-                p.threshold_from_b
-            );
-        }
-        let _ = writeln!(
-            out,
-            "split = threshold fitted on one half (files sorted by path, every other file), scored on the other, averaged"
-        );
         out
+    }
+}
+
+/// The half-split headline under NAB's short profile names, the whole-corpus figures with `_whole`.
+fn headline(v: &mut serde_json::Value, profiles: &[ProfileResult]) {
+    for p in profiles {
+        let key = p.profile.trim_end_matches("_rate");
+        v[key] = p.split.into();
+        v[format!("{key}_whole")] = p.whole.into();
     }
 }
 
@@ -234,8 +290,8 @@ pub fn score_corpus(corpus: &Corpus, scores: &[Vec<f64>]) -> Result<Vec<ProfileR
         .iter()
         .map(|p| {
             let (threshold_whole, whole_raw) = sweep::optimize(&whole.points, whole.windows, p);
-            let (threshold_from_a, _) = sweep::optimize(&half_a.points, half_a.windows, p);
-            let (threshold_from_b, _) = sweep::optimize(&half_b.points, half_b.windows, p);
+            let (threshold_from_a, fit_a) = sweep::optimize(&half_a.points, half_a.windows, p);
+            let (threshold_from_b, fit_b) = sweep::optimize(&half_b.points, half_b.windows, p);
             let test_a = half_a.normalise(sweep::score_at(&half_a.points, half_a.windows, threshold_from_b, p).0, p);
             let test_b = half_b.normalise(sweep::score_at(&half_b.points, half_b.windows, threshold_from_a, p).0, p);
             ProfileResult {
@@ -248,6 +304,8 @@ pub fn score_corpus(corpus: &Corpus, scores: &[Vec<f64>]) -> Result<Vec<ProfileR
                 whole: whole.normalise(whole_raw, p),
                 whole_raw,
                 threshold_whole,
+                train_a: half_a.normalise(fit_a, p),
+                train_b: half_b.normalise(fit_b, p),
             }
         })
         .collect())
@@ -305,8 +363,72 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&run.json()).unwrap();
         for key in ["standard", "reward_low_FP", "reward_low_FN", "standard_whole"] {
             assert!(json[key].as_f64().is_some_and(|v| v.is_finite() && v <= 100.0), "{key}: {}", json[key]);
+            for family in ["art", "baseline"] {
+                let v = &json["detectors"][family][key];
+                assert!(v.as_f64().is_some_and(|v| v.is_finite() && v <= 100.0), "detectors.{family}.{key}: {v}");
+            }
         }
+        // The headline is the ensemble's, and each family's figures are its own evaluation.
+        assert_eq!(json["standard"], serde_json::json!(run.report.profiles[0].split));
+        let families: Vec<&str> = run.detectors.iter().map(|(f, _)| f.key()).collect();
+        assert_eq!(families, ["baseline", "art"]);
+        for (family, report) in &run.detectors {
+            assert_eq!(json["detectors"][family.key()]["standard_whole"], serde_json::json!(report.profiles[0].whole));
+        }
+        assert_eq!(run.detectors[1].1.detector, "art");
         assert!(run.text().contains("windowedGaussian"));
+    }
+
+    /// `argus eval nab`'s figures without the binary: `NAB_DATA=/path/to/nab [NAB_JSON=out.json] cargo test -p
+    /// argus-analyzer --lib -- --ignored --nocapture run_on_the_corpus`.
+    #[test]
+    #[ignore = "needs the NAB corpus in NAB_DATA"]
+    fn run_on_the_corpus() {
+        let root = std::path::PathBuf::from(std::env::var("NAB_DATA").expect("NAB_DATA"));
+        let run = run(&root).unwrap();
+        print!("{}", run.text());
+        if let Ok(path) = std::env::var("NAB_JSON") {
+            std::fs::write(path, run.json()).unwrap();
+        }
+    }
+
+    /// Choosing how the families combine: `NAB_DATA=/path/to/nab [NAB_PARAMS=json] cargo test -p
+    /// argus-analyzer --lib -- --ignored --nocapture families_combined`. Streams each family once, then prints,
+    /// for each resonance weight, the standard profile's training figures (each half with its own threshold),
+    /// by which the weight is chosen, beside the test figures. The runtime combines them by
+    /// [`crate::detect::ensemble`], as here.
+    #[test]
+    #[ignore = "needs the NAB corpus in NAB_DATA"]
+    fn families_combined() {
+        let root = std::path::PathBuf::from(std::env::var("NAB_DATA").expect("NAB_DATA"));
+        let params: UnivariateParams =
+            std::env::var("NAB_PARAMS").map_or_else(|_| Default::default(), |j| serde_json::from_str(&j).unwrap());
+        let corpus = Corpus::load(&root).unwrap();
+        let started = Instant::now();
+        let baseline = UnivariateParams { art_weight: 0.0, ..params.clone() };
+        let base: Vec<Vec<f64>> =
+            corpus.files.iter().map(|f| stream(f, &mut Univariate::new(baseline.clone()))).collect();
+        let base_s = started.elapsed().as_secs_f64();
+        let art: Vec<Vec<f64>> = corpus.files.iter().map(|f| stream(f, &mut Art::new(params.art.clone()))).collect();
+        println!("streamed: baseline {base_s:.2} s, art {:.2} s", started.elapsed().as_secs_f64() - base_s);
+        let print = |name: &str, scores: &[Vec<f64>]| {
+            let p = &score_corpus(&corpus, scores).unwrap()[0];
+            println!(
+                "{name:12} train A {:6.2} B {:6.2} | split {:6.2} (A {:6.2} B {:6.2}) whole {:6.2}",
+                p.train_a, p.train_b, p.split, p.half_a, p.half_b, p.whole
+            );
+        };
+        print("baseline", &base);
+        print("art", &art);
+        // The runtime's combination (direction `both`, fixed alert level): the ensemble of the two.
+        for w in [0.5, 0.75, 1.0, 1.25, 1.5] {
+            let combined: Vec<Vec<f64>> = base
+                .iter()
+                .zip(&art)
+                .map(|(b, a)| b.iter().zip(a).map(|(&b, &a)| crate::detect::ensemble(&[b, w * a])).collect())
+                .collect();
+            print(&format!("ensemble w={w}"), &combined);
+        }
     }
 
     #[test]

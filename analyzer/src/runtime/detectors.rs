@@ -116,6 +116,10 @@ fn make_threshold(
         return Err(format!("sustain.points = {} must be at most {MAX_SUSTAIN_POINTS}", p.sustain.points));
     }
     p.spot.validate()?;
+    p.art.validate().map_err(|e| format!("art.{e}"))?;
+    if !(p.art_weight.is_finite() && p.art_weight >= 0.0) {
+        return Err(format!("art_weight = {} must be a number at or above 0", p.art_weight));
+    }
     p.threshold.direction = direction;
     p.threshold.min_abs = p.threshold.min_abs.max(min_deviation);
     Ok(Box::new(Seasonal::new(p)))
@@ -149,5 +153,10 @@ mod tests {
         assert_eq!(err, "sustain.points: invalid value: integer `-3`, expected usize");
         let err = threshold("[threshold]\nk = 0.0").err().unwrap();
         assert_eq!(err, "threshold.k = 0 must be above 0");
+        let err = threshold("[art]\nrho = 1.0").err().unwrap();
+        assert_eq!(err, "art.rho = 1 must be in (0, 1)");
+        let err = threshold("art_weight = -0.5").err().unwrap();
+        assert_eq!(err, "art_weight = -0.5 must be a number at or above 0");
+        assert!(threshold("art_weight = 0.0").is_ok(), "0 turns the resonance family off");
     }
 }

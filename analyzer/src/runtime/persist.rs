@@ -11,12 +11,14 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
-/// The version this build writes. Version 2 added the univariate detector's alert level (its SPOT state).
-pub const VERSION: u32 = 2;
+/// The version this build writes. Version 2 added the univariate detector's alert level (its SPOT state),
+/// version 3 its adaptive-resonance detector.
+pub const VERSION: u32 = 3;
 
 /// The versions this build reads: a version 1 file's detectors resume without SPOT state and calibrate it
-/// on the points that follow.
-pub const VERSIONS_READ: [u32; 2] = [1, 2];
+/// on the points that follow; a version 1 or 2 file's resume without resonance state, its detector starting
+/// its probation.
+pub const VERSIONS_READ: [u32; 3] = [1, 2, 3];
 
 /// What [`load`] reads of a saved file (its `rule` name, written for people, is not needed).
 #[derive(Deserialize)]
@@ -207,11 +209,12 @@ mod tests {
         assert!(load(dir.path(), &rule("direction = \"below\"\n")).is_some());
     }
 
-    /// A rule state with one series whose `threshold` detector has seen `points` noisy points.
-    fn state_after(points: i64) -> RuleState {
+    /// A rule state with one series whose `threshold` detector, made with `params`, has seen `points` noisy
+    /// points.
+    fn state_after(points: i64, params: &str) -> RuleState {
         let rule = rule("");
-        let spot: toml::Value = toml::from_str("alert_level = \"spot\"").unwrap();
-        let mut detector = detectors::make("threshold", Some(&spot), rule.direction, 0.0).unwrap();
+        let params: toml::Value = toml::from_str(params).unwrap();
+        let mut detector = detectors::make("threshold", Some(&params), rule.direction, 0.0).unwrap();
         for i in 0..points {
             detector.update(i * 10_000, 50.0 + ((i * 7919) % 13) as f64 / 13.0);
         }
@@ -231,11 +234,12 @@ mod tests {
     #[test]
     fn spot_state_is_saved_and_a_version_1_file_still_resumes() {
         let dir = tempfile::tempdir().unwrap();
-        // Warm-up (640 points) and calibration (1,000) over: SPOT runs and is saved.
-        save(dir.path(), &state_after(2_000)).unwrap();
+        // Warm-up (640 points) and calibration (1,000) over: SPOT runs and is saved. SPOT on the stages alone:
+        // this periodic series gives the ensemble with resonance no tail to calibrate on.
+        save(dir.path(), &state_after(2_000, "alert_level = \"spot\"\nart_weight = 0.0")).unwrap();
         let file = path(dir.path(), "temp");
         let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        assert_eq!(json["version"], 2);
+        assert_eq!(json["version"], 3);
         let alert = &json["series"][0]["detectors"][0]["alert"];
         assert!(alert["spot"]["peaks"].as_array().is_some_and(|p| !p.is_empty()), "{alert}");
         let (_, series) = load(dir.path(), &rule("")).unwrap();
@@ -244,6 +248,7 @@ mod tests {
 
         // The same series saved by a build without SPOT: version 1, no `alert`.
         json["version"] = 1.into();
+        json["series"][0]["detectors"][0].as_object_mut().unwrap().remove("art");
         json["series"][0]["detectors"][0].as_object_mut().unwrap().remove("alert");
         std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
         let (step, series) = load(dir.path(), &rule("")).unwrap();
@@ -255,8 +260,35 @@ mod tests {
         assert_eq!(resumed["record"], json["series"][0]["detectors"][0]["record"]);
 
         // A version this build does not know is not read.
-        json["version"] = 3.into();
+        json["version"] = 4.into();
         std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
         assert!(load(dir.path(), &rule("")).is_none());
+    }
+
+    #[test]
+    fn resonance_state_is_saved_and_a_version_2_file_resumes_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        save(dir.path(), &state_after(2_000, "")).unwrap();
+        let file = path(dir.path(), "temp");
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(json["version"], 3);
+        // The resonance detector and its weight, live after 2,000 points, resume as saved.
+        let art = &json["series"][0]["detectors"][0]["art"];
+        assert_eq!(art[0]["live"], true, "{art}");
+        let (_, series) = load(dir.path(), &rule("")).unwrap();
+        assert_eq!(series.values().next().unwrap().detectors[0].save()["art"], *art);
+
+        // The same series saved by a build without resonance: version 2, no `art`. It resumes with a fresh
+        // resonance detector in probation, its other stages as saved.
+        let mut v2 = json.clone();
+        v2["version"] = 2.into();
+        v2["series"][0]["detectors"][0].as_object_mut().unwrap().remove("art");
+        std::fs::write(&file, serde_json::to_vec(&v2).unwrap()).unwrap();
+        let (_, series) = load(dir.path(), &rule("")).unwrap();
+        let resumed = series.values().next().unwrap().detectors[0].save();
+        assert_eq!(resumed["art"][0]["live"], false);
+        assert_eq!(resumed["art"][1], crate::detect::univariate::ART_WEIGHT);
+        assert_eq!(resumed["record"], json["series"][0]["detectors"][0]["record"]);
+        assert_eq!(resumed["threshold"], json["series"][0]["detectors"][0]["threshold"]);
     }
 }
