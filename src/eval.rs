@@ -5,6 +5,7 @@
 mod anomaly;
 mod forecast;
 mod nab;
+mod pages;
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -17,6 +18,9 @@ pub enum Cmd {
     Anomaly(anomaly::Args),
     /// Forecast accuracy of every model (and the per-series choice) on a `timestamp,value` CSV
     Forecast(forecast::ForecastArgs),
+    /// False pages and caught faults: long normal telemetry with injected faults through the default
+    /// analyzer and alertd, in virtual time.
+    Pages(pages::Args),
 }
 
 pub fn run(cmd: Cmd) -> Result<()> {
@@ -24,5 +28,6 @@ pub fn run(cmd: Cmd) -> Result<()> {
         Cmd::Nab(args) => nab::run(args),
         Cmd::Anomaly(args) => anomaly::run(args),
         Cmd::Forecast(args) => forecast::run(args),
+        Cmd::Pages(args) => pages::run(args),
     }
 }

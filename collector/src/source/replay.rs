@@ -98,8 +98,9 @@ fn load(s: &ReplaySettings) -> Result<Vec<Track>, String> {
 }
 
 /// A trace CSV (`value`, `timestamp_anon`, `container_ip` in any column order), plain or as the trace
-/// ships it (a gzipped tar holding the one CSV): value by time by pod.
-fn series(path: &Path) -> Result<HashMap<String, BTreeMap<i64, f64>>, String> {
+/// ships it (a gzipped tar holding the one CSV): value by time (seconds) by pod. Also read by
+/// `argus eval pages`.
+pub fn series(path: &Path) -> Result<HashMap<String, BTreeMap<i64, f64>>, String> {
     let what = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let raw = std::fs::read(path).map_err(|e| what(&e))?;
     let text = if raw.starts_with(&[0x1f, 0x8b]) {
