@@ -1,5 +1,8 @@
 //! `argus simulate`: replays a GPU pod trace under a node power policy and reports allocation, pending
-//! time and powered GPU-hours (argus_analyzer::simulate does the work).
+//! time and powered GPU-hours (`--trace`), or scores node power decisions against a demand series as
+//! Helios' CES does (`--demand`, [`demand`]); argus_analyzer::simulate does the work.
+
+mod demand;
 
 use anyhow::{Context, Result};
 use argus_analyzer::capacity::PlannerConfig;
@@ -10,31 +13,46 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// Pod trace CSV with Alibaba cluster-trace-gpu-v2023 columns (openb_pod_list_*.csv).
+    #[arg(long, required_unless_present = "demand", conflicts_with = "demand")]
+    trace: Option<PathBuf>,
+    /// Demand series CSV (`timestamp,value` nodes in use, or GPUs with --gpus-per-node; or Helios'
+    /// `time,active,total`): scores power decisions over its last 14 whole days.
     #[arg(long)]
-    trace: PathBuf,
+    demand: Option<PathBuf>,
+    /// --demand: the series counts GPUs, this many to a node (8 when given without a number).
+    #[arg(long, num_args = 0..=1, default_missing_value = "8")]
+    gpus_per_node: Option<u32>,
+    /// --demand: the fleet, in nodes (default the `total` column, else the series' highest demand).
+    #[arg(long)]
+    total: Option<u64>,
+    /// --demand: CES' settings, `philly` or `earth` (default philly for a `time,active,total` file, else
+    /// earth).
+    #[arg(long)]
+    ces_settings: Option<String>,
     /// Node inventory CSV (`sn,cpu_milli,memory_mib,gpu,model`); default: openb_node_list_gpu_node.csv
     /// beside the trace.
     #[arg(long)]
     nodes: Option<PathBuf>,
-    /// static: every node on; reactive: power up for pending pods, down after --idle-off; forecast: the
-    /// capacity planner on a 15-minute demand forecast.
-    #[arg(long, value_parser = |s: &str| s.parse::<Policy>())]
-    policy: Policy,
+    /// --trace: static: every node on; reactive: power up for pending pods, down after --idle-off;
+    /// forecast: the capacity planner on a 15-minute demand forecast. --demand: reactive, ces (Helios'
+    /// policy) or forecast (the capacity planner).
+    #[arg(long)]
+    policy: String,
     /// Also write the figures as JSON to FILE.
     #[arg(long)]
     json: Option<PathBuf>,
     /// Share of running GPUs reserved for high-priority (qos LS) pods.
     #[arg(long, default_value_t = 0.2)]
     reserve: f64,
-    /// Time a node takes to power up.
-    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
-    boot: Duration,
+    /// Time a node takes to power up (default 5m with --trace, 0s with --demand).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    boot: Option<Duration>,
     /// reactive: power a node down after this long without pods.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     idle_off: Duration,
-    /// forecast: forecast horizon.
-    #[arg(long, default_value = "15m", value_parser = humantime::parse_duration)]
-    horizon: Duration,
+    /// forecast: forecast horizon (default 15m with --trace, 1h with --demand).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    horizon: Option<Duration>,
     /// forecast: the share of powered GPUs the forecast's upper band may fill.
     #[arg(long, default_value_t = PlannerConfig::default().target_utilization)]
     target_utilization: f64,
@@ -51,18 +69,25 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let trace_path = match (&args.trace, &args.demand) {
+        (_, Some(series)) => return demand::run(series, &args),
+        (Some(t), None) => t.clone(),
+        (None, None) => anyhow::bail!("give --trace or --demand"),
+    };
+    let policy: Policy = args.policy.parse().map_err(anyhow::Error::msg)?;
     let nodes_path = match &args.nodes {
         Some(p) => p.clone(),
-        None => args.trace.with_file_name("openb_node_list_gpu_node.csv"),
+        None => trace_path.with_file_name("openb_node_list_gpu_node.csv"),
     };
-    let pods = trace::read_pods(&args.trace)?;
+    let pods = trace::read_pods(&trace_path)?;
     let nodes = trace::read_nodes(&nodes_path)?;
     let tick = Duration::from_secs(60);
-    let horizon_steps = (args.horizon.as_secs() / tick.as_secs()).max(1) as usize;
+    let horizon = args.horizon.unwrap_or(Duration::from_secs(900));
+    let horizon_steps = (horizon.as_secs() / tick.as_secs()).max(1) as usize;
     let config = SimConfig {
-        policy: args.policy,
+        policy,
         reserve: args.reserve,
-        boot: args.boot,
+        boot: args.boot.unwrap_or(Duration::from_secs(300)),
         idle_off: args.idle_off,
         tick,
         horizon_steps,

@@ -21,8 +21,12 @@
 //! the 149 days of the Alibaba v2023 trace run in seconds.
 
 pub mod band;
+pub mod ces;
 pub mod cluster;
+pub mod demand;
 mod engine;
+pub mod power;
+pub mod power_gbdt;
 pub mod trace;
 
 use crate::capacity::PlannerConfig;
