@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the Grafana dashboards in dashboards/*.json.
 
-The JSON files are what Grafana loads and what tests/dashboards.rs checks; this script is how they are
+The JSON files are what Grafana loads and what tests/it/dashboards.rs checks; this script is how they are
 made, so that every dashboard shares one set of template variables, one data source variable and one
 layout. Edit here, run `python3 scripts/gen-dashboards.py`, and commit both.
 
@@ -556,11 +556,11 @@ def alerts():
             table("Active alerts", [('ALERTS{alertstate="firing"}', ""), ("time() - ALERTS_FOR_STATE", "")],
                   "Every firing alert with its labels, and how long each alert has been active. Empty when nothing fires.", w=24, may_be_empty=True),
             ts("Notifications", [('sum by (receiver, outcome) (rate(argus_alertd_notifications_total[$__rate_interval]))', "{{receiver}} {{outcome}}")],
-               "Send attempts per second by receiver and outcome. Needs Argus' /metrics scraped into the store.", "ops"),
+               "Send attempts per second by receiver and outcome. From Argus' own metrics (stored under job=\"argus\" by [self_monitoring]).", "ops"),
             ts("Time since last sample", [(f"time() - argus_host_last_seen_timestamp_seconds{{{C}}}", "{{host}}")], "What HostDown compares with its threshold.", "s"),
             ts("Store ingest", [("rate(argus_store_samples_ingested_total[$__rate_interval])", "samples/s"),
                                 ("sum by (reason) (rate(argus_store_batches_rejected_total[$__rate_interval]))", "rejected {{reason}}")],
-               "Samples stored per second and write requests refused. Needs Argus' /metrics scraped into the store.", "ops"),
+               "Samples stored per second and write requests refused. From Argus' own metrics (stored under job=\"argus\" by [self_monitoring]).", "ops"),
             ts("Collector delivery", [
                 (f"sum by (host) (argus_collector_spool_bytes{{{C}}})", "{{host}} spooled bytes"),
             ], "Bytes waiting in collectors' spools (store unreachable). Needs the collectors' /metrics scraped.", "bytes"),

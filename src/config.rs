@@ -27,6 +27,9 @@ pub struct Config {
     /// `[analyzer]`: anomaly detection inside `argus serve`.
     #[serde(default)]
     pub analyzer: argus_analyzer::runtime::Config,
+    /// `[self_monitoring]`: `argus serve` storing its own `/metrics`.
+    #[serde(default)]
+    pub self_monitoring: SelfMonitoring,
 }
 
 #[derive(Debug, Deserialize)]
@@ -198,6 +201,41 @@ impl Auth {
             }
         }
         Ok(())
+    }
+}
+
+// === [self_monitoring] ===
+
+/// `[self_monitoring]`: `argus serve` stores its own metrics under `job="argus"`, as a Prometheus
+/// scraping it would, in whatever store the process writes to.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelfMonitoring {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// How often, e.g. `15s` (Prometheus' usual scrape interval).
+    #[serde(default = "default_self_interval")]
+    pub interval: String,
+}
+
+fn default_self_interval() -> String {
+    "15s".into()
+}
+
+impl Default for SelfMonitoring {
+    fn default() -> Self {
+        SelfMonitoring { enabled: true, interval: default_self_interval() }
+    }
+}
+
+impl SelfMonitoring {
+    /// How often to store the metrics; `None` when self-monitoring is off.
+    pub fn every(&self) -> Result<Option<Duration>> {
+        let d = duration("self_monitoring.interval", &self.interval)?;
+        if d < Duration::from_secs(1) {
+            bail!("self_monitoring.interval: at least 1s, not {:?}", self.interval);
+        }
+        Ok(self.enabled.then_some(d))
     }
 }
 
@@ -393,6 +431,7 @@ impl Config {
         }
         self.analyzer.validate().map_err(|e| anyhow!("{e}"))?;
         self.alert_urls()?;
+        self.self_monitoring.every()?;
         // [collector]: its own validation; errors name the field (`collector.…`) for `locate`.
         self.collector.validate("").map_err(|e| anyhow!("{}", e.to_string().trim_start_matches(": ")))?;
         Ok(())
@@ -543,6 +582,20 @@ mod tests {
         let e = Config::parse("[analyzer]\nalert_url = \"alertd:9700\"\n").unwrap_err();
         assert!(e.contains("analyzer.alert_url: \"alertd:9700\" is not an http(s) URL"), "{e}");
         assert!(Config::parse("").is_ok());
+    }
+
+    #[test]
+    fn self_monitoring_is_on_every_15s_by_default() {
+        let c = Config::parse("").unwrap();
+        assert_eq!(c.self_monitoring.every().unwrap(), Some(Duration::from_secs(15)));
+        let c = Config::parse("[self_monitoring]\nenabled = false\n").unwrap();
+        assert_eq!(c.self_monitoring.every().unwrap(), None);
+        let c = Config::parse("[self_monitoring]\ninterval = \"1m\"\n").unwrap();
+        assert_eq!(c.self_monitoring.every().unwrap(), Some(Duration::from_secs(60)));
+        let e = Config::parse("[self_monitoring]\ninterval = \"100ms\"\n").unwrap_err();
+        assert!(e.starts_with("2:1: self_monitoring.interval: at least 1s"), "{e}");
+        let e = Config::parse("[self_monitoring]\ninterval = \"often\"\n").unwrap_err();
+        assert!(e.contains("self_monitoring.interval: \"often\" is not a duration"), "{e}");
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub fn document(parts: Parts) -> OpenApi {
     doc.info.version = env!("CARGO_PKG_VERSION").into();
     if parts.store {
         doc.merge(argus_store::http::openapi::document());
+        doc.merge(argus_store::http::tsdb_status_document());
     }
     doc.merge(crate::status::StatusApi::openapi());
     if parts.demo {

@@ -13,6 +13,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod http_metrics;
+mod selfmon;
+
 #[derive(clap::Args)]
 pub struct Args {
     /// Configuration file (argus.toml); without it the defaults apply.
@@ -262,6 +265,8 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     let mut registry = prometheus_client::registry::Registry::default();
     listen.auth.register(&mut registry);
     crate::malloc::register_stats(&mut registry);
+    let http_counts = http_metrics::HttpMetrics::new(&mut registry);
+    let self_every = cfg.self_monitoring.every()?;
     let limits = cfg.limits()?;
     let collector_sink = match (&db, &remote) {
         (None, Some(RemoteOptions::Prometheus(p))) => Some(Box::new(p.clone())),
@@ -285,6 +290,9 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         }
         _ => None,
     };
+    if rules_backend.is_some() {
+        argus_alertd::rules::group::RuleMetrics::register(&mut registry);
+    }
     // === alertd ===
     let alertd = match roles.alertd {
         true => {
@@ -318,7 +326,8 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         }
         _ => None,
     };
-    let app = match &db {
+    // The router owns the registry; `encode` reads it as `/metrics` does, for self-monitoring.
+    let (app, encode): (axum::Router, selfmon::Encode) = match &db {
         Some(db) => {
             let state = argus_store::http::State::new(db.clone(), limits, registry);
             if let Some(rules) = rules_api {
@@ -327,9 +336,16 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
             if alertd.is_some() {
                 state.include_in_snapshots(alertd_snapshot_part(&cfg, &data_dir));
             }
-            argus_store::http::router(state)
+            let own = state.clone();
+            let encode: selfmon::Encode = Arc::new(move || encode_metrics(&own.registry));
+            (argus_store::http::router(state), encode)
         }
-        None => argus_store::http::health_router(registry),
+        None => {
+            let registry = Arc::new(registry);
+            let own = registry.clone();
+            let encode: selfmon::Encode = Arc::new(move || encode_metrics(&own));
+            (argus_store::http::health_router(registry), encode)
+        }
     };
     let app = match &alertd {
         Some(a) => app.merge(a.router.clone()),
@@ -363,6 +379,8 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         true => Some(listen.auth.add_internal("embedded-collector", &[Scope::Write])?),
         false => None,
     };
+    // Inside the access check: what is counted is what was served.
+    let app = app.layer(axum::middleware::from_fn_with_state(http_counts, http_metrics::track));
     // A replica of an alertd cluster answers ready once it merged its peers' state.
     let app = match alertd.as_ref().and_then(|a| a.cluster.as_ref()) {
         Some(c) => app.layer(axum::middleware::from_fn_with_state(c.view(), cluster_ready)),
@@ -405,6 +423,18 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     }
     println!("  metrics        {base}/metrics");
     println!("  data dir       {}", data_dir.display());
+    // === self-monitoring: this process's /metrics into the store, as job="argus" ===
+    let self_scrape = match (self_every, &backend) {
+        (Some(every), Some(b)) => {
+            let instance = listen.to_string();
+            Some(selfmon::SelfScrape { encode, backend: b.clone(), instance, every }.spawn())
+        }
+        // It holds the store's state: let go now, so the store can be closed at the end.
+        _ => {
+            drop(encode);
+            None
+        }
+    };
     let demo_task = demo.map(|d| {
         d.print();
         d.start()
@@ -466,6 +496,11 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     if let Some(u) = upkeep {
         u.abort();
     }
+    // Waited for, since it holds the store's state until it is dropped.
+    if let Some(s) = self_scrape {
+        s.abort();
+        let _ = s.await;
+    }
     for t in role_tasks {
         t.abort();
     }
@@ -483,6 +518,13 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     }
     tracing::info!("Stopped cleanly");
     Ok(())
+}
+
+/// A registry in the exposition format, as `/metrics` answers it.
+fn encode_metrics(registry: &prometheus_client::registry::Registry) -> Result<String, String> {
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, registry).map_err(|e| e.to_string())?;
+    Ok(out)
 }
 
 /// alertd's database in the store's snapshots, copied by SQLite (`argus_alertd::db::backup`) into the

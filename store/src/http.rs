@@ -14,8 +14,10 @@ pub mod openapi;
 mod params;
 mod query;
 mod status;
+mod status_tsdb;
 
 pub use status::{AlertInfo, AlertingInfo, RuleGroupInfo, RuleInfo, RuleSource};
+pub use status_tsdb::document as tsdb_status_document;
 
 use crate::Db;
 use axum::Router;
@@ -143,6 +145,7 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/api/v1/metadata", get(status::metadata).post(status::metadata))
         .route("/api/v1/query_exemplars", get(status::query_exemplars).post(status::query_exemplars))
         .route("/api/v1/status/buildinfo", get(status::buildinfo).post(status::buildinfo))
+        .route("/api/v1/status/tsdb", get(status_tsdb::tsdb).post(status_tsdb::tsdb))
         .route("/api/v1/rules", get(status::rules).post(status::rules))
         .route("/api/v1/alerts", get(status::alerts).post(status::alerts))
         .route("/metrics", get(metrics))
@@ -155,8 +158,7 @@ pub fn router(state: Arc<State>) -> Router {
 }
 
 /// Health and self metrics only: what `argus serve` answers while the data lives in a remote store.
-pub fn health_router(registry: Registry) -> Router {
-    let registry = Arc::new(registry);
+pub fn health_router(registry: Arc<Registry>) -> Router {
     Router::new()
         .route("/metrics", get(move || std::future::ready(encode_metrics(&registry))))
         .route("/-/healthy", get(healthy))

@@ -35,6 +35,7 @@ mod rule_templates;
 mod rule_unit_tests;
 mod rules_api;
 mod secrets;
+mod self_monitoring;
 mod serve_collector;
 mod status_page;
 mod tls;

@@ -23,6 +23,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod metrics;
+
+pub use metrics::{Evaluation, GroupLabel, RULE_METRICS, RuleMetrics};
+
 /// How many rounds of template queries one evaluation runs: each round runs the queries the last
 /// one's answers led to (`query` built from a `query` result), so chains deeper than this end in
 /// an expansion error rather than stalling the group.
@@ -99,6 +103,8 @@ pub struct GroupState {
     health: Vec<RuleHealth>,
     last_evaluation: Option<Timestamp>,
     evaluation_time: Duration,
+    /// Samples the rules wrote at the last evaluation.
+    last_samples: usize,
     /// Series written by rules a reload removed or changed: marked stale at the next evaluation.
     stale: HashSet<Labels>,
     evaluated: bool,
@@ -123,6 +129,7 @@ impl GroupState {
             health: vec![RuleHealth::default(); rules.len()],
             last_evaluation: None,
             evaluation_time: Duration::ZERO,
+            last_samples: 0,
             rules,
             stale: HashSet::new(),
             evaluated: false,
@@ -256,9 +263,20 @@ pub struct Evaluator {
 }
 
 impl Evaluator {
-    /// One evaluation of every rule of `g` at `ts`. A failing rule is logged and the others still run.
+    /// One evaluation of every rule of `g` at `ts`. A failing rule is logged and counted, and the
+    /// others still run.
     pub async fn eval(&self, g: &mut GroupState, ts: Timestamp) {
-        for (rule, error) in self.eval_rules(g, ts).await {
+        let failed = self.eval_rules(g, ts).await;
+        let durations: Vec<Duration> = g.health.iter().map(|h| h.took).collect();
+        RULE_METRICS.evaluated(Evaluation {
+            group: &GroupLabel::new(&g.file, &g.name),
+            rule_durations: &durations,
+            failures: failed.len(),
+            samples: g.last_samples,
+            took: g.evaluation_time,
+            at_ms: ts.0,
+        });
+        for (rule, error) in failed {
             tracing::warn!(group = %g.name, %rule, %error, "Rule evaluation failed");
         }
     }
@@ -270,9 +288,10 @@ impl Evaluator {
         g.evaluated = true;
         let started = std::time::Instant::now();
         let mut failed = Vec::new();
+        let mut samples = 0;
         for ((rule, written), health) in g.rules.iter_mut().zip(&mut g.health) {
             let rule_started = std::time::Instant::now();
-            let result = self.eval_rule(rule, written, ts, first, g.interval).await;
+            let result = self.eval_rule(rule, written, ts, first, g.interval).await.map(|n| samples += n);
             *health = RuleHealth {
                 at: Some(ts),
                 took: rule_started.elapsed(),
@@ -288,6 +307,7 @@ impl Evaluator {
         }
         g.last_evaluation = Some(ts);
         g.evaluation_time = started.elapsed();
+        g.last_samples = samples;
         if !g.stale.is_empty() {
             // Series of removed or changed rules that no rule wrote again this time end here.
             let mut gone = std::mem::take(&mut g.stale);
@@ -306,7 +326,7 @@ impl Evaluator {
         ts: Timestamp,
         first: bool,
         interval: Duration,
-    ) -> Result<(), EvalError> {
+    ) -> Result<usize, EvalError> {
         let out = match rule {
             RuleState::Recording(r) => instant_vector(self.backend.query_instant(&r.expr, ts.0).await?)?
                 .into_iter()
@@ -361,7 +381,9 @@ impl Evaluator {
                 out
             }
         };
-        self.write(out, written, ts).await
+        let samples = out.len();
+        self.write(out, written, ts).await?;
+        Ok(samples)
     }
 
     /// Runs the queries the rule's templates make for this result, at the evaluation time, through
@@ -435,16 +457,33 @@ impl Evaluator {
     /// Evaluates the group in `state` every interval, after taking over the state it inherits,
     /// publishing its status into `slot` after each.
     async fn run_state(self: Arc<Self>, state: SharedGroup, clock: TokioClock, slot: Slot) {
-        let interval = {
+        let (interval, label) = {
             let mut g = state.lock().await;
             g.inherit().await;
             status::publish(&slot, g.status());
-            g.interval
+            let label = GroupLabel::new(&g.file, &g.name);
+            RULE_METRICS.started(&label, g.rules.len(), g.interval);
+            (g.interval, label)
         };
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        // The iteration due last, as Prometheus' group loop counts missed ones: a tick that comes
+        // more than one interval after it means the ones in between were skipped while the last
+        // evaluation ran.
+        let mut due: Option<tokio::time::Instant> = None;
         loop {
-            tick.tick().await;
+            let at = tick.tick().await;
+            let now = tokio::time::Instant::now();
+            match &mut due {
+                None => due = Some(at),
+                Some(due) => {
+                    let ticks = u32::try_from((now - *due).as_nanos() / interval.as_nanos().max(1)).unwrap_or(u32::MAX);
+                    if ticks > 1 {
+                        RULE_METRICS.missed(&label, u64::from(ticks - 1));
+                    }
+                    *due += interval * ticks.max(1);
+                }
+            }
             let mut g = state.lock().await;
             self.eval(&mut g, clock.now()).await;
             // Published under the group's lock, so a reload's successor publishes after it.
@@ -496,6 +535,9 @@ impl Groups {
             let g = Arc::new(tokio::sync::Mutex::new(g));
             states.insert(key, g.clone());
             tasks.push(tokio::spawn(evaluator.clone().run_state(g, clock.clone(), slot)));
+        }
+        for (file, name) in old.keys() {
+            RULE_METRICS.forget(&GroupLabel::new(file, name));
         }
         self.view.replace(slots);
         evaluator.sink.running(&self.view);

@@ -15,6 +15,8 @@ struct Fake {
     written: Mutex<Vec<WriteSeries>>,
     /// Queries answered with an error.
     failing: Mutex<std::collections::HashSet<String>>,
+    /// Queries answered only after this long.
+    slow: Mutex<HashMap<String, Duration>>,
 }
 
 impl StoreBackend for Fake {
@@ -53,7 +55,13 @@ impl StoreBackend for Fake {
         }
         let v = self.answers.lock().unwrap().get(q).cloned().unwrap_or_default();
         let v = v.into_iter().map(|(l, v)| (Arc::new(l), Sample::new(t, v))).collect();
-        Box::pin(async move { Ok(QueryValue::Vector(v)) })
+        let delay = self.slow.lock().unwrap().get(q).copied();
+        Box::pin(async move {
+            if let Some(d) = delay {
+                tokio::time::sleep(d).await;
+            }
+            Ok(QueryValue::Vector(v))
+        })
     }
     fn query_range<'a>(
         &'a self,
@@ -445,4 +453,71 @@ async fn groups_publish_their_status() {
         TokioClock::starting_at(Timestamp(T0)),
     );
     assert!(groups.view().groups().is_empty());
+}
+
+/// The lines of the rule metrics (`prometheus_rule_*`) for one `rule_group`, as `/metrics` shows them.
+fn rule_metric_lines(rule_group: &str) -> Vec<String> {
+    let mut registry = prometheus_client::registry::Registry::default();
+    RuleMetrics::register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let label = format!("rule_group=\"{rule_group}\"");
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(&label))
+        .filter(|l| !l.starts_with("prometheus_rule_group_last_duration_seconds"))
+        .map(|l| l.replace(&label, "G"))
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Prometheus' rule metrics: evaluations and failures per group, the last evaluation's samples and
+/// time, iterations missed by a slow evaluation, and the group's series gone when a reload drops it.
+#[tokio::test(start_paused = true)]
+async fn rule_metrics_count_evaluations_failures_samples_and_missed_iterations() {
+    let backend = Arc::new(Fake::default());
+    hot(&backend, Some(90.0));
+    backend.failing.lock().unwrap().insert("sum(broken)".into());
+    let (ev, _sink, _) = setup(backend.clone());
+    let rules = RULES.replace("name: g", "name: metrics") + "  - record: broken:sum\n    expr: sum(broken)\n";
+    let groups = Groups::default();
+    let tasks = groups.spawn(parse(&rules, "m.yml").unwrap(), ev.clone(), TokioClock::starting_at(Timestamp(T0)));
+    // Evaluations at 0, 1 and 2 minutes.
+    tokio::time::sleep(Duration::from_millis(2 * MIN as u64 + 1000)).await;
+    expect_test::expect![[r#"
+        [
+            "prometheus_rule_evaluation_failures_total{G} 3",
+            "prometheus_rule_evaluations_total{G} 9",
+            "prometheus_rule_group_interval_seconds{G} 60.0",
+            "prometheus_rule_group_iterations_missed_total{G} 0",
+            "prometheus_rule_group_iterations_total{G} 3",
+            "prometheus_rule_group_last_evaluation_samples{G} 3",
+            "prometheus_rule_group_last_evaluation_timestamp_seconds{G} 1700000120.0",
+            "prometheus_rule_group_rules{G} 3",
+        ]
+    "#]]
+    .assert_debug_eq(&rule_metric_lines("m.yml;metrics"));
+    // The evaluation at minute 3 takes 2.5 minutes: the one due at minute 4 is missed, the one due
+    // at minute 5 runs late (at 5:30, as Prometheus would).
+    backend.slow.lock().unwrap().insert("temp > 80".into(), Duration::from_secs(150));
+    tokio::time::sleep(Duration::from_millis(4 * MIN as u64)).await;
+    expect_test::expect![[r#"
+        [
+            "prometheus_rule_evaluation_failures_total{G} 4",
+            "prometheus_rule_evaluations_total{G} 12",
+            "prometheus_rule_group_interval_seconds{G} 60.0",
+            "prometheus_rule_group_iterations_missed_total{G} 1",
+            "prometheus_rule_group_iterations_total{G} 5",
+            "prometheus_rule_group_last_evaluation_samples{G} 3",
+            "prometheus_rule_group_last_evaluation_timestamp_seconds{G} 1700000180.0",
+            "prometheus_rule_group_rules{G} 3",
+        ]
+    "#]]
+    .assert_debug_eq(&rule_metric_lines("m.yml;metrics"));
+    for t in tasks {
+        t.abort();
+    }
+    let _ = groups.spawn(Vec::new(), ev, TokioClock::starting_at(Timestamp(T0)));
+    assert_eq!(rule_metric_lines("m.yml;metrics"), Vec::<String>::new());
 }
