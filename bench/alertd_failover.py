@@ -304,7 +304,7 @@ def main():
     dirs = sorted(svm.glob.glob(os.path.join(a.shared, "data", "smd", "machine-*")))
     storm = a.storm or os.path.join(a.work_dir, "storm.jsonl")
     if not a.storm:
-        subprocess.run([sys.executable, os.path.join(a.shared, "tools", "make_storm.py"), storm, *dirs], check=True)
+        subprocess.run([sys.executable, os.path.join(HERE, "lib", "make_storm.py"), storm, *dirs], check=True)
     lines = [json.loads(l) for l in open(storm)]
     lines.sort(key=lambda e: svm.ts(e["at"]))
     T0 = svm.ts(lines[0]["at"])

@@ -93,7 +93,7 @@ def main():
     storm = a.storm or os.path.join(a.work_dir, "storm.jsonl")
     if not a.storm:
         dirs = sorted(svm.glob.glob(os.path.join(a.shared, "data", "smd", "machine-*")))
-        subprocess.run([sys.executable, os.path.join(a.shared, "tools", "make_storm.py"), storm, *dirs], check=True)
+        subprocess.run([sys.executable, os.path.join(HERE, "lib", "make_storm.py"), storm, *dirs], check=True)
     batches = load_batches(storm, 64, a.limit)
     n_alerts = sum(len(b) for b in batches)
     rec = svm.Receiver()

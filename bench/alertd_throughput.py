@@ -144,7 +144,7 @@ def main():
     if not storm:
         storm = os.path.join(a.work_dir, "storm.jsonl")
         dirs = sorted(glob.glob(os.path.join(a.shared, "data", "smd", "machine-*")))
-        subprocess.run([sys.executable, os.path.join(a.shared, "tools", "make_storm.py"), storm, *dirs], check=True)
+        subprocess.run([sys.executable, os.path.join(HERE, "lib", "make_storm.py"), storm, *dirs], check=True)
     batches = load_batches(storm, a.batch, a.limit)
     n_alerts = sum(len(b) for b in batches)
     log(f"{n_alerts} alerts in {len(batches)} batches of up to {a.batch}")

@@ -2,7 +2,7 @@
 """Side-by-side ingest benchmark: Argus's embedded store against VictoriaMetrics, same machine, same workload.
 
 Each run starts one server on loopback with a fresh data directory, sends the GPU-cluster line-protocol
-workload (shared/tools/gen_lp.py) with concurrent keep-alive writers, force-flushes, waits for background
+workload (bench/lib/gen_lp.py) with concurrent keep-alive writers, force-flushes, waits for background
 merges to settle, and records: server CPU seconds (utime+stime from /proc) per million points, bytes per point
 of the whole data directory, wall-clock ingest rate, peak RSS (VmHWM), then times a 24-hour full-resolution
 range read of one series. Runs alternate between the servers (vm, argus, vm, argus, ...) and the table
@@ -59,7 +59,7 @@ def parse_args(argv=None):
     p.add_argument("--cooldown", type=float, default=2.0, help="seconds of idle between runs")
     p.add_argument("--work-dir", default="/tmp/argus-bench", help="workload cache and run data directories")
     p.add_argument("--keep-data", action="store_true", help="keep each run's data directory")
-    p.add_argument("--gen-lp", help="path of shared/tools/gen_lp.py (found automatically otherwise)")
+    p.add_argument("--gen-lp", help="path of a gen_lp.py (default: bench/lib/gen_lp.py)")
     p.add_argument("--out", help="write every run's raw figures as JSON here, and the tables to FILE.md")
     a = p.parse_args(argv)
     a.servers = [s.strip() for s in a.servers.split(",") if s.strip()]

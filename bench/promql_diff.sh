@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the PromQL differential corpus (tests/promql_diff.rs: Prometheus 2.42 against Argus on the same
-# data) and writes its report to a file, for bench/RESULTS.md. Differences are the result being measured,
+# Runs the PromQL differential corpus (tests/it/promql_diff.rs: Prometheus 2.42 against Argus on the same
+# data) and writes its report to a file, for a record under bench/results/ (docs/performance.md). Differences are the result being measured,
 # so they do not fail this script; it fails only when no report came out (no Prometheus, a build error,
 # a harness failure).
 #
@@ -17,7 +17,7 @@ fi
 mkdir -p "$(dirname "$out")"
 rm -f "$out"
 status=0
-PROMQL_DIFF_REPORT="$out" cargo test --locked --test promql_diff promql_answers_match_prometheus \
+PROMQL_DIFF_REPORT="$out" cargo test --locked --test it promql_diff::promql_answers_match_prometheus \
   -- --exact --nocapture >"$out.log" 2>&1 || status=$?
 if [ ! -s "$out" ]; then
   echo "promql_diff: no report was written (cargo test exited $status); the end of $out.log:" >&2

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PromQL range-query latency: Argus against VictoriaMetrics and Prometheus on the same 24 h of GPU-cluster data.
 
-Loads one workload (shared/tools/gen_lp.py, 64 nodes x 24 h at 10 s steps, ~48 M samples, 5,568 series,
+Loads one workload (bench/lib/gen_lp.py, 64 nodes x 24 h at 10 s steps, ~48 M samples, 5,568 series,
 ending near now) into all three: Argus and VictoriaMetrics by line protocol (`POST /api/v2/write`),
 Prometheus by backfilling the same samples as OpenMetrics with `promtool tsdb create-blocks-from openmetrics`.
 Checks that all three hold the same samples, then times the dashboard query set (bench/queries/dashboard.txt)
@@ -83,7 +83,7 @@ def parse_args(argv=None):
     p.add_argument("--settle-s", type=float, default=3.0)
     p.add_argument("--settle-timeout", type=float, default=600.0)
     p.add_argument("--timeout", type=float, default=300.0, help="per-request timeout, s")
-    p.add_argument("--gen-lp", help="path of shared/tools/gen_lp.py (found automatically otherwise)")
+    p.add_argument("--gen-lp", help="path of a gen_lp.py (default: bench/lib/gen_lp.py)")
     p.add_argument("--out", help="write the raw figures as JSON here and the Markdown to FILE.md")
     p.add_argument("--hold", action="store_true",
                    help="after the benchmark keep the servers running until Enter/EOF (for profiling)")
@@ -490,7 +490,7 @@ def geomean(xs):
 def summarize(a, results, names, meta, versions, verify_rows, load_info, started, loads):
     f = report.fmt
     has = {n: n in names for n in LABELS}
-    lines = [f"Workload: `shared/tools/gen_lp.py`, {meta['nodes']} nodes x {meta['minutes'] // 60} h at 10 s steps, "
+    lines = [f"Workload: `bench/lib/gen_lp.py`, {meta['nodes']} nodes x {meta['minutes'] // 60} h at 10 s steps, "
              f"{meta['points']:,} samples, {meta['series']:,} series, ending "
              f"{datetime.datetime.fromtimestamp(meta['end'], datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}. "
              f"{len(results)} queries (`{os.path.relpath(a.queries, REPO)}`), {a.warmup} untimed + {a.reps} timed "

@@ -13,7 +13,7 @@ the default store settings: wal_sync "always", default memory limit) and, agains
 - dashboards: --query-threads threads at --query-rate queries/s in all, each a random panel of the fleet dashboards
   (dashboards/{overview,gpu-fleet,node,network,storage,alerts}.json; variables set to this cluster, a random host,
   every GPU) as GET /api/v1/query_range over the last 1 h (step 15 s) or 6 h (step 30 s);
-- an alert storm: the output of shared/tools/make_storm.py (--storm, made once into --work-dir when missing),
+- an alert storm: the output of bench/lib/make_storm.py (--storm, made once into --work-dir when missing),
   its times compressed onto the run (every timestamp t becomes run start + (t - first) / speed, so the whole storm
   spans the run, or --storm-span) and POSTed to /api/v2/alerts at its rewritten times. alertd notifies a webhook receiver in this
   script, which counts what it gets.
@@ -88,7 +88,7 @@ def parse_args(argv=None):
     p.add_argument("--query-threads", type=int, default=2)
     p.add_argument("--storm", help="make_storm.py output (default: made into --work-dir from the SMD data)")
     p.add_argument("--shared", default=os.path.join(os.path.dirname(REPO), "shared"),
-                   help="the shared directory (tools/make_storm.py, data/smd) for making the storm")
+                   help="the shared directory (data/smd) for making the storm")
     p.add_argument("--storm-span", type=duration_s, help="the whole storm is compressed to span this long "
                    "(default: the run's duration; a shorter run with a longer span replays the storm's start at "
                    "the pace of the longer run)")
@@ -512,7 +512,7 @@ def make_storm(a):
         smd = os.path.join(a.shared, "data", "smd")
         machines = sorted(os.path.join(smd, d) for d in os.listdir(smd) if d.startswith("machine-"))
         log(f"making the storm from {len(machines)} SMD machines into {path}")
-        subprocess.run([sys.executable, os.path.join(a.shared, "tools", "make_storm.py"), path + ".tmp"] + machines,
+        subprocess.run([sys.executable, os.path.join(REPO, "bench", "lib", "make_storm.py"), path + ".tmp"] + machines,
                        check=True)
         os.rename(path + ".tmp", path)
     return path

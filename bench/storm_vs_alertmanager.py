@@ -207,7 +207,7 @@ def main():
     servers = [s for s in a.servers.split(",") if s]
     os.makedirs(a.work_dir, exist_ok=True)
     dirs = sorted(glob.glob(os.path.join(a.shared, "data", "smd", "machine-*")))
-    tools = os.path.join(a.shared, "tools")
+    tools = os.path.join(HERE, "lib")
     storm = a.storm or os.path.join(a.work_dir, "storm.jsonl")
     if not a.storm:
         subprocess.run([sys.executable, os.path.join(tools, "make_storm.py"), storm, *dirs], check=True)

@@ -16,7 +16,7 @@
 # certificate authorities this machine trusts beyond Debian's. The Dockerfile itself is used as it is.
 #
 # Takes 10-20 minutes on two cores (a cold release build); the result is recorded in
-# bench/RESULTS.md ("Container image"). WORK (default /var/tmp/argus-image) keeps the stand-in base
+# docs/performance.md ("Container image"). WORK (default /var/tmp/argus-image) keeps the stand-in base
 # images and the build storage between runs; remove it to start over.
 set -euo pipefail
 cd "$(dirname "$0")/.."

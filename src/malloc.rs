@@ -5,15 +5,15 @@
 //! memory to the system about a second after they fall idle, from a background thread. glibc's malloc
 //! returns only what lies at the top of each arena, so every transient peak — the analyzer's range
 //! reads over the fleet, a 6-hour dashboard query, a refused batch — stayed resident afterwards: in the
-//! 30-minute soak (bench/RESULTS.md) RSS rose in steps with each new high-water mark, +16 % while the
-//! store's own accounting grew 4 %.
+//! 30-minute soak (its third run, `git show d87df420:bench/RESULTS.md`) RSS rose in steps with each
+//! new high-water mark, +16 % while the store's own accounting grew 4 %.
 //!
 //! Built without the feature, glibc's malloc is tuned instead, before any thread starts. glibc gives
 //! each thread that contends for the heap an arena of its own, up to eight per core, and keeps freed
 //! memory in them; it also raises its mmap threshold each time a large block is freed, so
 //! the next large blocks land in those arenas too. Under a flood of refused batches (each parsed into
 //! ~10 MB of lines and labels, then dropped) resident memory then grows by arenas' worth of freed
-//! pages: `tests/memory_budget.rs` peaked at 75–97 MiB under a 96 MiB limit on a loaded 2-core
+//! pages: `tests/it/memory_budget.rs` peaked at 75–97 MiB under a 96 MiB limit on a loaded 2-core
 //! machine, against 61–63 MiB with the settings below. They are the knobs glibc documents for this:
 //! at most as many arenas as cores (2 to 8); blocks of 1 MiB and more mapped and unmapped on their
 //! own (128 KiB gave 57 MiB, but then every mid-sized query buffer would cost fresh zeroed pages);
@@ -30,10 +30,10 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// the threads that freed it sleep; dirty pages returned after a second, and then at once
 /// (`MADV_DONTNEED`) rather than lazily (`MADV_FREE`, which stays in RSS until the kernel runs short);
 /// one arena per CPU rather than four, as glibc's arenas are capped below. Under
-/// `tests/memory_budget.rs`'s flood (96 MiB limit, with a soak loading both cores) these peaked at
+/// `tests/it/memory_budget.rs`'s flood (96 MiB limit, with a soak loading both cores) these peaked at
 /// 81–82 MiB, glibc tuned as below at 79–89 MiB, jemalloc with a 5 s decay and four arenas per CPU at
 /// 89–107 MiB; alternated on a quieter machine, these 74.7–75.8 MiB and glibc 70.0–73.7 MiB, with ingest
-/// no slower and 24-hour reads 23 % faster (bench/RESULTS.md).
+/// no slower and 24-hour reads 23 % faster (docs/performance.md, "jemalloc against glibc").
 #[cfg(all(feature = "jemalloc", unix))]
 #[unsafe(export_name = "_rjem_malloc_conf")]
 pub static MALLOC_CONF: Option<&'static std::ffi::c_char> = Some(

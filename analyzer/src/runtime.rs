@@ -602,7 +602,7 @@ const FINDINGS: usize = 1000;
 /// The `n` highest-scored items of a stream, made only when they would be kept: an evaluation judges
 /// every series the rule tracks, and a finding made for each (labels, detector names) before keeping
 /// the top thousand was a transient copy of the whole rule's label sets at every step — the soak's
-/// largest allocation swing (bench/RESULTS.md, "Twelfth run").
+/// largest allocation swing (git show d87df420:bench/RESULTS.md, "Twelfth run").
 struct Top<T> {
     n: usize,
     /// A min-heap on the score: its top is the first to go.

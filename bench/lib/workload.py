@@ -1,4 +1,4 @@
-"""Workloads: generated once with shared/tools/gen_lp.py, cached on disk, loaded into memory as batches."""
+"""Workloads: generated once with bench/lib/gen_lp.py, cached on disk, loaded into memory as batches."""
 import json
 import os
 import subprocess
@@ -7,13 +7,9 @@ import time
 
 
 def find_gen_lp(explicit=None):
-    """gen_lp.py: --gen-lp, then $ARGUS_GEN_LP, then shared/tools next to the checkout."""
+    """gen_lp.py: --gen-lp, then $ARGUS_GEN_LP, then the copy in bench/lib beside this file."""
     here = os.path.dirname(os.path.abspath(__file__))
-    repo = os.path.dirname(os.path.dirname(here))
-    candidates = [explicit, os.environ.get("ARGUS_GEN_LP"),
-                  os.path.join(repo, "shared", "tools", "gen_lp.py"),
-                  os.path.join(os.path.dirname(repo), "shared", "tools", "gen_lp.py"),
-                  "/work/shared/tools/gen_lp.py"]
+    candidates = [explicit, os.environ.get("ARGUS_GEN_LP"), os.path.join(here, "gen_lp.py")]
     for c in candidates:
         if c and os.path.isfile(c):
             return c

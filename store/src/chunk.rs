@@ -27,7 +27,7 @@ pub enum Encoding {
 }
 
 /// What the store writes: pco, smaller than Gorilla on both the generated GPU workload and the
-/// Alibaba trace at every measured chunk size (bench/RESULTS.md).
+/// Alibaba trace at every measured chunk size (docs/performance.md, "Chunk compression").
 pub const DEFAULT_ENCODING: Encoding = Encoding::Pco;
 
 /// Why a chunk could not be decoded.

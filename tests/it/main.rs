@@ -25,6 +25,7 @@ mod ingest_bad_input;
 mod limits;
 mod memory_budget;
 mod openapi;
+mod performance_page;
 mod prometheus_remote_write;
 mod promql_diff;
 mod query_errors;

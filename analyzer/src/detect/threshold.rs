@@ -208,7 +208,7 @@ impl Threshold {
                 // And written through once, so the system commits its pages now: a fleet's detectors
                 // then take their warm-up memory as their series appear, instead of resident memory
                 // creeping up for the whole warm-up (107 minutes at a 10 s step; the soak in
-                // bench/RESULTS.md) and dropping when every season is settled. The peak is the same.
+                // docs/performance.md) and dropping when every season is settled. The peak is the same.
                 self.buffer.spare_capacity_mut().fill(std::mem::MaybeUninit::new(0.0));
             }
             self.buffer.push(value as f32);

@@ -7,7 +7,7 @@
 //! row (1, 4, then 16 chunks' worth as the series keeps sealing), so that memory holds one start
 //! time and place (16 bytes) per run, not per chunk. A noisy series seals a chunk every 15 samples or
 //! so; at 500,000 series every 10 s, a place per chunk grew the head by 80 KiB/s until the flush
-//! (bench/RESULTS.md, "head chunk runs"), and runs of 1, 2, 4 then 8 still by 52 MiB in the soak's
+//! (git show d87df420:bench/RESULTS.md, "head chunk runs"), and runs of 1, 2, 4 then 8 still by 52 MiB in the soak's
 //! 25 minutes after warm-up: such a series opened two more runs in that time, and eight over a
 //! two-hour head, against one and five now. The price is the unfilled end of each series' last run,
 //! left as a hole in the file: at most 15 chunks' worth (2.5 KiB) per series.
