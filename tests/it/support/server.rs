@@ -87,11 +87,19 @@ impl Server {
 
     fn start_inner(toml: Option<&str>, extra_args: &[&str], tls_ca: Option<reqwest::Certificate>) -> Server {
         let scratch = tempfile::tempdir().expect("scratch dir");
-        let config = toml.map(|t| {
+        // The tests count series and label values exactly, and Argus' own metrics, stored by default
+        // under job="argus", would be counted with them: a server under test stores them only when
+        // its configuration names `[self_monitoring]` (tests/it/self_monitoring.rs does).
+        let toml = match toml {
+            Some(t) if t.contains("[self_monitoring]") => t.to_string(),
+            Some(t) => format!("{t}\n[self_monitoring]\nenabled = false\n"),
+            None => "[self_monitoring]\nenabled = false\n".to_string(),
+        };
+        let config = {
             let p = scratch.path().join("argus.toml");
-            std::fs::write(&p, t).expect("write config");
-            p
-        });
+            std::fs::write(&p, toml).expect("write config");
+            Some(p)
+        };
         let mut s = Server {
             child: None,
             base: String::new(),
