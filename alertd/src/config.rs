@@ -4,6 +4,7 @@
 
 pub mod duration;
 mod im;
+mod locate;
 pub mod mask;
 pub mod matchers;
 pub mod raw;
@@ -11,7 +12,7 @@ mod rules;
 mod scheduler;
 mod validate;
 
-pub(crate) use validate::line_of;
+pub(crate) use locate::line as locate;
 
 use crate::flap::FlapConfig;
 use crate::incident::CorrelationConfig;

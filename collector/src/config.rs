@@ -252,8 +252,8 @@ pub enum ConfigError {
     Read { file: String, source: std::io::Error },
     #[error("{file}:{line}:{column}: {reason}")]
     Syntax { file: String, line: usize, column: usize, reason: String },
-    #[error("{file}: {field}: {reason}")]
-    Invalid { file: String, field: String, reason: String },
+    #[error("{file}: {error}")]
+    Invalid { file: String, error: argus_model::FieldError },
 }
 
 /// The file as `argus collect` reads it: only `[collector]` is ours; other sections belong to other parts.
@@ -288,32 +288,14 @@ impl Config {
     }
 }
 
-/// "10s", "500ms", "1m": a non-zero duration.
+/// "10s", "500ms", "1m": a non-zero duration, as every Argus section writes one.
 pub(crate) fn duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|_| format!("{s:?} is not a duration (e.g. 10s, 500ms, 1m)"))?;
-    if d.is_zero() {
-        return Err("must be more than zero".into());
-    }
-    Ok(d)
+    argus_model::units::duration(s)
 }
 
-/// "512MiB", "1GiB", "1000000" (bytes).
+/// "512MiB", "1GiB", "1000000" (bytes), as every Argus section writes one.
 pub(crate) fn bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (e.g. 512MiB, 1GiB)"))?;
-    let mult: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "KB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        u => return Err(format!("unknown unit {u:?} (use B, KiB, MiB, GiB, KB, MB or GB)")),
-    };
-    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
+    argus_model::units::bytes(s)
 }
 
 pub(crate) fn regex(s: &str) -> Result<Regex, String> {

@@ -10,6 +10,7 @@ pub mod matcher;
 pub mod sample;
 pub mod secret;
 pub mod shard;
+pub mod units;
 
 pub use event::Event;
 pub use labels::{Label, Labels, METRIC_NAME, valid_label_name};
@@ -17,3 +18,4 @@ pub use matcher::{MatchOp, Matcher, MatcherError};
 pub use sample::Sample;
 pub use secret::Secret;
 pub use shard::Shard;
+pub use units::FieldError;

@@ -4,7 +4,7 @@
 
 use super::{AlertingRule, DEFAULT_INTERVAL, RecordingRule, Rule, RuleGroup, template};
 use crate::alert::valid_label_name;
-use crate::config::{ConfigError, duration, from_serde, line_of, read};
+use crate::config::{ConfigError, duration, from_serde, locate, read};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -80,7 +80,7 @@ pub fn parse(src: &str, file: &str) -> Result<Vec<RuleGroup>, ConfigError> {
     let raw: RawFile = serde_norway::from_str(src).map_err(|e| from_serde(&e, file))?;
     let err = |field: String, needle: &str, reason: String| ConfigError {
         file: file.to_string(),
-        line: line_of(src, needle),
+        line: locate(src, &field, needle),
         field,
         reason,
     };
@@ -378,7 +378,7 @@ mod tests {
             "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up\n    for: soon\n",
             expect![[r#"r.yml:6: groups[0].rules[0].for: invalid duration "soon" (expected e.g. 30s, 5m, 1h30m, 2d)"#]],
         );
-        check("groups:\n- name: g\n- name: g\n", expect![[r#"r.yml:2: groups[1].name: group "g" is defined twice"#]]);
+        check("groups:\n- name: g\n- name: g\n", expect![[r#"r.yml:3: groups[1].name: group "g" is defined twice"#]]);
         check(
             "groups:\n- name: g\n  interval: 0s\n",
             expect![[r#"r.yml:3: groups[0].interval: must be greater than zero"#]],

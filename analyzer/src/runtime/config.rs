@@ -166,16 +166,11 @@ pub struct PeerRule {
     pub params: PeerParams,
 }
 
-/// What is wrong with `[analyzer]`, naming the key.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("[analyzer] {key}: {reason}")]
-pub struct ConfigError {
-    pub key: String,
-    pub reason: String,
-}
+/// What is wrong with `[analyzer]`: the key under `[analyzer]` (`interval`, `rules[2].metric`) and why.
+pub type ConfigError = argus_model::FieldError;
 
 pub(crate) fn err(key: impl Into<String>, reason: impl Into<String>) -> ConfigError {
-    ConfigError { key: key.into(), reason: reason.into() }
+    ConfigError::new(key, reason)
 }
 
 /// Reads a parameters table into `T`, naming the key a bad value sits under (`sustain.points: invalid
@@ -197,12 +192,7 @@ pub(crate) fn params_table<T: serde::de::DeserializeOwned>(v: toml::Value) -> Re
 }
 
 pub(crate) fn duration(key: &str, s: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
-    let Some(s) = s else { return Ok(default) };
-    let d = humantime::parse_duration(s).map_err(|_| err(key, format!("{s:?} is not a duration (e.g. 10s, 5m)")))?;
-    if d.is_zero() {
-        return Err(err(key, "must be more than zero"));
-    }
-    Ok(d)
+    s.as_deref().map_or(Ok(default), |s| argus_model::units::duration(s).map_err(|reason| err(key, reason)))
 }
 
 impl Config {

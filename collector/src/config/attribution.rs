@@ -165,8 +165,7 @@ impl AttributionConfig {
         let Some(c) = c else { return Ok(AttributionSettings::default()) };
         let bad = |key: &str, reason: String| ConfigError::Invalid {
             file: file.to_string(),
-            field: format!("collector.gpu.attribution.{key}"),
-            reason,
+            error: argus_model::FieldError::new(format!("collector.gpu.attribution.{key}"), reason),
         };
         let dur = |key: &str, v: &Option<String>, default: Duration| match v {
             Some(s) => duration(s).map_err(|r| bad(key, r)),
@@ -278,7 +277,7 @@ mod tests {
         check(
             "refresh = \"often\"",
             expect![[
-                r#"argus.toml: collector.gpu.attribution.refresh: "often" is not a duration (e.g. 10s, 500ms, 1m)"#
+                r#"argus.toml: collector.gpu.attribution.refresh: "often" is not a duration (e.g. 500ms, 10s, 5m, 35d)"#
             ]],
         );
         check(
@@ -331,8 +330,10 @@ mod tests {
         let off = valid("[collector.gpu]\nenabled = false\n[collector.gpu.attribution]\nslurm = false\n").unwrap();
         assert!(off.gpu_attribution.is_none());
         let e = valid("[collector.gpu.attribution]\nrefresh = \"soon\"\n").unwrap_err();
-        expect![[r#"argus.toml: collector.gpu.attribution.refresh: "soon" is not a duration (e.g. 10s, 500ms, 1m)"#]]
-            .assert_eq(&e.to_string());
+        expect![[
+            r#"argus.toml: collector.gpu.attribution.refresh: "soon" is not a duration (e.g. 500ms, 10s, 5m, 35d)"#
+        ]]
+        .assert_eq(&e.to_string());
         let e = valid("[collector.gpu.attribution]\nkubelet = true\n").unwrap_err().to_string();
         assert!(e.starts_with("argus.toml:2:1: unknown field `kubelet`"), "{e}");
     }

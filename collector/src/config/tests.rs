@@ -59,7 +59,7 @@ fn errors_name_file_line_and_field() {
     );
     check(
         "[collector.host]\ninterval = \"soon\"\n",
-        expect![[r#"argus.toml: collector.host.interval: "soon" is not a duration (e.g. 10s, 500ms, 1m)"#]],
+        expect![[r#"argus.toml: collector.host.interval: "soon" is not a duration (e.g. 500ms, 10s, 5m, 35d)"#]],
     );
     check(
         "[collector.net]\ninterfaces_exclude = \"(\"\n",
@@ -78,7 +78,7 @@ fn errors_name_file_line_and_field() {
     check(
         "[[collector.sink]]\nspool_max_bytes = \"1 parsec\"\n",
         expect![[
-            r#"argus.toml: collector.sink[0].spool_max_bytes: unknown unit "parsec" (use B, KiB, MiB, GiB, KB, MB or GB)"#
+            r#"argus.toml: collector.sink[0].spool_max_bytes: unknown unit "parsec" (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"#
         ]],
     );
     check(

@@ -142,8 +142,10 @@ pub struct ValidSink {
 }
 
 pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
-    let bad =
-        |field: &str, reason: String| ConfigError::Invalid { file: file.to_string(), field: field.to_string(), reason };
+    let bad = |field: &str, reason: String| ConfigError::Invalid {
+        file: file.to_string(),
+        error: argus_model::FieldError::new(field, reason),
+    };
     let dur = |field: &str, v: &Option<String>, default: Duration| match v {
         Some(s) => duration(s).map_err(|r| bad(field, r)),
         None => Ok(default),

@@ -320,11 +320,7 @@ fn join(base: &str, path: &str) -> Result<Url, String> {
 
 fn timeout(s: &Option<String>) -> Result<Duration, String> {
     let Some(s) = s else { return Ok(DEFAULT_TIMEOUT) };
-    match humantime::parse_duration(s) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        Ok(_) => Err("timeout: must be more than zero".into()),
-        Err(_) => Err(format!("timeout: {s:?} is not a duration (e.g. 30s)")),
-    }
+    argus_model::units::duration(s).map_err(|e| format!("timeout: {e}"))
 }
 
 /// `accountID` or `accountID:projectID`, both 32-bit unsigned numbers.

@@ -24,7 +24,7 @@ use crate::forecast::select::MODELS;
 use serde::Deserialize;
 use std::time::Duration;
 
-use super::super::config::ConfigError;
+use super::super::config::{ConfigError, duration, err};
 
 /// One `[[analyzer.forecast]]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -95,19 +95,6 @@ pub struct Pool {
     pub current: String,
     pub low_priority: Option<String>,
     pub planner: PlannerConfig,
-}
-
-fn err(key: impl Into<String>, reason: impl Into<String>) -> ConfigError {
-    ConfigError { key: key.into(), reason: reason.into() }
-}
-
-fn duration(key: &str, s: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
-    let Some(s) = s else { return Ok(default) };
-    let d = humantime::parse_duration(s).map_err(|_| err(key, format!("{s:?} is not a duration (e.g. 1m, 15m)")))?;
-    if d.is_zero() {
-        return Err(err(key, "must be more than zero"));
-    }
-    Ok(d)
 }
 
 fn valid_name(name: &str) -> bool {
