@@ -1,10 +1,12 @@
 //! `argus.toml`: parsed (serde, unknown fields refused), then validated into options that cannot be
 //! invalid. No file at all gives a working default.
 
+mod locate;
 use crate::auth::Scope;
 use anyhow::{Context, Result, anyhow, bail};
 use argus_store::WalSync;
 use argus_store::backend::{InfluxSpec, RemoteOptions, RemoteSpec};
+use locate::{line_col, locate};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -130,6 +132,9 @@ pub struct Store {
     pub max_series: Option<usize>,
     pub max_series_per_metric: Option<usize>,
     pub max_query_samples: Option<usize>,
+    /// e.g. "1GiB": the memory all queries running at once may hold together (a quarter of it kept
+    /// for rule evaluation); "0" turns the shared budget off. Default a quarter of `memory_limit`
+    pub max_query_memory: Option<String>,
     /// e.g. "64MiB": decoded chunks kept for repeated reads; "0" turns the cache off
     pub chunk_cache_size: Option<String>,
     /// e.g. "2m": a query running longer is stopped with 503
@@ -429,7 +434,7 @@ impl Config {
         if let Some(c) = &self.alertd.cluster {
             c.check_present()?;
         }
-        self.analyzer.validate().map_err(|e| anyhow!("{e}"))?;
+        self.analyzer.validate().map_err(|e| anyhow!("analyzer.{e}"))?;
         self.alert_urls()?;
         self.self_monitoring.every()?;
         // [collector]: its own validation; errors name the field (`collector.…`) for `locate`.
@@ -499,68 +504,33 @@ impl Config {
         if let Some(t) = &s.query_timeout {
             l.query.timeout = duration("store.query_timeout", t)?;
         }
+        let budget = match &s.max_query_memory {
+            Some(m) => bytes("store.max_query_memory", m)?,
+            None => self.store_memory_limit()? / 4,
+        };
+        if budget > 0 {
+            use argus_store::query::memory::{Caller, MemoryBudget, QueryMemory};
+            l.query.memory = QueryMemory::new(MemoryBudget::new(budget), Caller::Http);
+        }
         Ok(l)
+    }
+
+    /// `store.memory_limit`, or its default (half of the machine's or the cgroup's memory).
+    fn store_memory_limit(&self) -> Result<u64> {
+        match &self.store.memory_limit {
+            Some(m) => bytes("store.memory_limit", m),
+            None => Ok(argus_store::Options::new(PathBuf::new()).memory_limit),
+        }
     }
 }
 
 pub fn duration(field: &str, s: &str) -> Result<Duration> {
-    let d = humantime::parse_duration(s)
-        .with_context(|| format!("{field}: {s:?} is not a duration (e.g. 35d, 10m, 1s)"))?;
-    if d.is_zero() {
-        bail!("{field}: must be more than zero");
-    }
-    Ok(d)
+    argus_model::units::duration(s).map_err(|e| anyhow!("{field}: {e}"))
 }
 
 /// "512MiB", "4GiB", "1000000" (bytes).
 pub fn bytes(field: &str, s: &str) -> Result<u64> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().with_context(|| format!("{field}: {s:?} is not a size (e.g. 512MiB, 4GiB)"))?;
-    let mult: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "KB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        u => bail!("{field}: unknown unit {u:?} (use B, KiB, MiB, GiB, KB, MB or GB)"),
-    };
-    n.checked_mul(mult).with_context(|| format!("{field}: {s:?} is too large"))
-}
-
-/// Where the field a validation error names (`store.remote.url: …`) is set: the line of its key in its
-/// table, else the header of the table it names or sits in, else 1:1. Inline tables are not searched.
-fn locate(text: &str, error: &str) -> (usize, usize) {
-    let path = error.split([':', ' ']).next().unwrap_or("");
-    let (table, key) = path.rsplit_once('.').unwrap_or(("", path));
-    let (mut current, mut own_header, mut table_header) = ("", None, None);
-    for (n, line) in text.lines().enumerate() {
-        let l = line.trim();
-        let at = |s: &str| (n + 1, line.find(s).unwrap_or(0) + 1);
-        if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-            // `[[array.of.tables]]` too.
-            current = name.trim_matches(['[', ']']).trim();
-            if current == path {
-                own_header = own_header.or(Some(at("[")));
-            }
-            if current == table {
-                table_header = table_header.or(Some(at("[")));
-            }
-        } else if current == table && l.contains('=') && l.split(['=', ' ']).next() == Some(key) {
-            return at(key);
-        }
-    }
-    own_header.or(table_header).unwrap_or((1, 1))
-}
-
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.len() - before.rfind('\n').map_or(0, |p| p + 1) + 1;
-    (line, col)
+    argus_model::units::bytes(s).map_err(|e| anyhow!("{field}: {e}"))
 }
 
 #[cfg(test)]
@@ -582,6 +552,21 @@ mod tests {
         let e = Config::parse("[analyzer]\nalert_url = \"alertd:9700\"\n").unwrap_err();
         assert!(e.contains("analyzer.alert_url: \"alertd:9700\" is not an http(s) URL"), "{e}");
         assert!(Config::parse("").is_ok());
+    }
+
+    #[test]
+    fn query_memory_is_shared_by_default_and_can_be_set_or_turned_off() {
+        let budget = |text: &str| {
+            let l = Config::parse(text).unwrap().limits().unwrap();
+            l.query.memory.budget().map(|b| b.limit())
+        };
+        assert_eq!(budget("[store]\nmemory_limit = \"8GiB\"\n"), Some(2 << 30), "a quarter of memory_limit");
+        assert_eq!(budget("[store]\nmax_query_memory = \"1GiB\"\n"), Some(1 << 30));
+        assert_eq!(budget("[store]\nmax_query_memory = \"0\"\n"), None);
+        let machine = argus_store::Options::new(PathBuf::new()).memory_limit;
+        assert_eq!(budget(""), Some(machine / 4));
+        let e = Config::parse("[store]\nmax_query_memory = \"1 lot\"\n").unwrap_err();
+        assert!(e.starts_with("2:1: store.max_query_memory: unknown unit"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::roles::Roles;
 use anyhow::{Context, Result};
 use argus_store::Db;
 use argus_store::backend::{self, RemoteOptions, StoreBackend};
+use argus_store::query::memory::Caller;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -272,8 +273,18 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         (None, Some(RemoteOptions::Prometheus(p))) => Some(Box::new(p.clone())),
         _ => None,
     };
+    // Queries of the API, of the rules and of the rest of the process (the analyzer) share one
+    // memory budget, with a share kept for the rules (`[store] max_query_memory`).
+    let with_caller = |caller| {
+        let mut q = limits.query.clone();
+        q.memory = q.memory.for_caller(caller);
+        q
+    };
+    if let (Some(_), Some(budget)) = (&db, limits.query.memory.budget()) {
+        budget.register(&mut registry);
+    }
     let backend: Option<Arc<dyn StoreBackend>> = match (&db, remote) {
-        (Some(db), _) => Some(Arc::new(backend::Embedded::new(db.clone(), limits.query.clone()))),
+        (Some(db), _) => Some(Arc::new(backend::Embedded::new(db.clone(), with_caller(Caller::Internal)))),
         (None, Some(remote)) => Some(backend::connect(remote).context("building the store backend")?),
         (None, None) => None,
     };
@@ -281,7 +292,11 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     let alert_urls = cfg.alert_urls()?;
     // === rules: in alertd's engine when both run here and no alert_urls are set, else posted ===
     let mut role_tasks = Vec::new();
-    let rules_backend = backend.clone().filter(|_| roles.rules);
+    let rules_backend: Option<Arc<dyn StoreBackend>> = match (&db, &backend) {
+        _ if !roles.rules => None,
+        (Some(db), _) => Some(Arc::new(backend::Embedded::new(db.clone(), with_caller(Caller::Rules)))),
+        (None, b) => b.clone(),
+    };
     let posted_rules = match (&rules_backend, alert_urls.is_empty()) {
         (Some(_), false) => {
             let (sink, task) = crate::alertd::PostedRules::start(&alert_urls)?;

@@ -84,7 +84,8 @@ pub fn promql(data: &[u8]) {
         return;
     }
     let (db, now) = store();
-    let limits = argus_store::query::QueryLimits { max_samples: 200_000, timeout: Duration::from_secs(2) };
+    let limits =
+        argus_store::query::QueryLimits { max_samples: 200_000, timeout: Duration::from_secs(2), ..Default::default() };
     let _ = argus_store::query::instant(db, q, *now, &limits);
     let _ = argus_store::query::range(db, q, now - 600_000, *now, 30_000, &limits);
 }

@@ -74,6 +74,16 @@ pub(crate) const LIVE_FLUSH_PART: u64 = 16;
 /// … and writes wait (503) while they hold over this part ([`Db::over_disk`]).
 pub(crate) const LIVE_REFUSE_PART: u64 = 8;
 
+/// What [`Db::span_stats`] finds over a span of time.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SpanStats {
+    /// Chunks of the blocks overlapping the span.
+    pub chunks: u64,
+    /// First and last sample times of the blocks and head series overlapping it, in milliseconds.
+    pub min_time: Option<i64>,
+    pub max_time: Option<i64>,
+}
+
 pub struct Db {
     shared: Arc<Shared>,
     committer: Committer,
@@ -210,6 +220,29 @@ impl Db {
     /// up no flush.
     pub(crate) fn blocks_in(&self, mint: i64, maxt: i64) -> Vec<Arc<Block>> {
         self.shared.blocks.read().iter().filter(|b| b.overlaps(mint, maxt)).cloned().collect()
+    }
+
+    /// Chunks and first and last sample times of the data overlapping [mint, maxt], from the blocks'
+    /// `meta.json` and the head's series in memory; no chunk is read. A block overlapping the span in
+    /// part counts whole; the head's chunks are counted once flushed into blocks.
+    pub fn span_stats(&self, mint: i64, maxt: i64) -> SpanStats {
+        let mut ranges = Vec::new();
+        {
+            let head = self.shared.head.read();
+            ranges.extend(head.time_range());
+            if let Some(f) = &head.frozen {
+                ranges.extend(f.series.iter().filter_map(|(_, d)| d.time_range()));
+            }
+        }
+        ranges.retain(|&(a, b)| a <= maxt && b >= mint);
+        let mut stats = SpanStats::default();
+        for b in self.blocks_in(mint, maxt) {
+            stats.chunks += b.meta.chunks;
+            ranges.push((b.meta.min_time, b.meta.max_time));
+        }
+        stats.min_time = ranges.iter().map(|r| r.0).min();
+        stats.max_time = ranges.iter().map(|r| r.1).max();
+        stats
     }
 
     /// The selected series; with no matcher, every series of the head (blocks answer from their label

@@ -10,6 +10,7 @@ mod aggregate;
 mod binary;
 mod eval;
 mod functions;
+pub mod memory;
 mod range_functions;
 #[cfg(test)]
 mod selector_tests;
@@ -18,6 +19,7 @@ mod tests;
 
 use crate::{Db, DbError};
 use argus_model::{Labels, METRIC_NAME, MatchOp, Matcher, Sample};
+use memory::QueryMemory;
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{Expr, VectorSelector};
 use std::sync::Arc;
@@ -54,11 +56,14 @@ pub struct QueryLimits {
     pub max_samples: usize,
     /// Wall-clock time a query may run.
     pub timeout: Duration,
+    /// The memory shared with every other query of the process, and who asks (default: none, only
+    /// `max_samples` applies).
+    pub memory: QueryMemory,
 }
 
 impl Default for QueryLimits {
     fn default() -> Self {
-        QueryLimits { max_samples: 50_000_000, timeout: Duration::from_secs(120) }
+        QueryLimits { max_samples: 50_000_000, timeout: Duration::from_secs(120), memory: QueryMemory::default() }
     }
 }
 
@@ -115,7 +120,8 @@ pub(crate) fn visible(samples: &[Sample], end: usize, t: i64) -> Option<Sample> 
 /// An instant query at `t` (ms).
 pub fn instant(db: &Db, query: &str, t: i64, limits: &QueryLimits) -> Result<Value, QueryError> {
     let expr = parse(query)?;
-    let ev = eval::Ev::new(db, t, t, 1, limits);
+    let mem = limits.memory.reserve();
+    let ev = eval::Ev::new(db, t, t, 1, limits, &mem);
     Ok(match ev.eval(&expr)? {
         eval::Val::Scalar(v) => Value::Scalar(Sample::new(t, v[0])),
         eval::Val::String(s) => Value::String(t, s),
@@ -140,7 +146,8 @@ pub fn range(db: &Db, query: &str, start: i64, end: i64, step: i64, limits: &Que
             "invalid parameter \"query\": invalid expression type \"{kind}\" for range query, must be Scalar or instant Vector"
         )));
     }
-    let ev = eval::Ev::new(db, start, end, step, limits);
+    let mem = limits.memory.reserve();
+    let ev = eval::Ev::new(db, start, end, step, limits, &mem);
     if let Expr::VectorSelector(vs) = eval::unparen(&expr) {
         // The most common range query (a dashboard panel of one metric): its points straight from
         // the samples, identical to the general evaluation below (tested against it).

@@ -195,7 +195,7 @@ struct Embedded {
 
 impl Source for Embedded {
     fn run(&self, expr: &str, instant: bool) -> Result<usize, String> {
-        let limits = QueryLimits { max_samples: 50_000_000, timeout: Duration::from_secs(30) };
+        let limits = QueryLimits { max_samples: 50_000_000, timeout: Duration::from_secs(30), ..Default::default() };
         let v = if instant {
             query::instant(&self.db, expr, self.end, &limits)
         } else {

@@ -15,7 +15,9 @@ pub struct Embedded {
 }
 
 impl Embedded {
-    /// `limits` bound each query as `max_query_samples` and `query_timeout` do for the HTTP API.
+    /// `limits` bound each query as `max_query_samples` and `query_timeout` do for the HTTP API; its
+    /// queries draw on the shared `max_query_memory` as `limits.memory`'s caller (rules, or the rest
+    /// of the process), each refused with [`BackendError::BadQuery`] naming the budget.
     pub fn new(db: Arc<Db>, limits: query::QueryLimits) -> Embedded {
         Embedded { db, limits }
     }

@@ -8,6 +8,8 @@
 //! Prometheus counts its head block: the last two to three hours. Argus counts the series with a
 //! sample in the last [`HEAD_WINDOW_MS`], or on the UTC day `date` names, read from the label index
 //! only (no sample is decoded), so the answer costs what `/api/v1/series` over the same time does.
+//! `headStats`' `chunkCount`, `minTime` and `maxTime` describe the store's data over that span, from
+//! the blocks' `meta.json` and the head's series in memory ([`crate::Db::span_stats`]).
 
 use super::State;
 use super::envelope::{bad, err, ok};
@@ -53,7 +55,12 @@ pub async fn tsdb(S(state): S<Arc<State>>, p: Params) -> Response {
                 Err(e) => return err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
             }
         }
-        ok(Stats::count(all.iter().map(|l| &**l), q.focus.as_deref()).json(q.top, q.focus.as_deref()))
+        let span = state.db.span_stats(q.mint, q.maxt);
+        let mut out = Stats::count(all.iter().map(|l| &**l), q.focus.as_deref()).json(q.top, q.focus.as_deref());
+        out["headStats"]["chunkCount"] = json!(span.chunks);
+        out["headStats"]["minTime"] = json!(span.min_time);
+        out["headStats"]["maxTime"] = json!(span.max_time);
+        ok(out)
     });
     task.await
         .unwrap_or_else(|e| err(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("status task failed: {e}")))
@@ -204,6 +211,12 @@ pub struct HeadStats {
     numSeries: u64,
     /// Distinct `name=value` pairs.
     numLabelPairs: u64,
+    /// Chunks of the blocks overlapping the span counted (the head's chunks once flushed).
+    chunkCount: u64,
+    /// First sample time (ms) of the blocks and head series overlapping the span; null when none.
+    minTime: Option<i64>,
+    /// Last sample time (ms) of the blocks and head series overlapping the span; null when none.
+    maxTime: Option<i64>,
 }
 
 /// The statistics; every list holds its top `limit` entries, largest first.

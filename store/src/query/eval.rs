@@ -5,6 +5,7 @@
 //! changes labels merges rows through [`Out`], which refuses two values for one label set at one
 //! step, as Prometheus refuses a vector with the same label set twice.
 
+use super::memory::{Reservation, SAMPLE_BYTES, SERIES_BYTES};
 use super::{DEFAULT_SUBQUERY_STEP_MS, LOOKBACK_MS, QueryError, QueryLimits, is_stale, matchers_of, visible};
 use crate::Db;
 use argus_model::{Labels, METRIC_NAME, Sample};
@@ -49,13 +50,15 @@ pub struct Ev<'a> {
     q_start: i64,
     q_end: i64,
     pub limits: &'a QueryLimits,
+    /// The query's share of the memory all queries share, grown as results are built.
+    pub mem: &'a Reservation,
     deadline: Instant,
 }
 
 // === impl Ev ===
 
 impl<'a> Ev<'a> {
-    pub fn new(db: &'a Db, start: i64, end: i64, step: i64, limits: &'a QueryLimits) -> Ev<'a> {
+    pub fn new(db: &'a Db, start: i64, end: i64, step: i64, limits: &'a QueryLimits, mem: &'a Reservation) -> Ev<'a> {
         Ev {
             db,
             start,
@@ -64,6 +67,7 @@ impl<'a> Ev<'a> {
             q_start: start,
             q_end: end,
             limits,
+            mem,
             deadline: super::deadline(limits),
         }
     }
@@ -106,6 +110,11 @@ impl<'a> Ev<'a> {
 
     pub fn eval(&self, e: &Expr) -> Result<Val, QueryError> {
         self.check_time()?;
+        if let Expr::Paren(p) = e {
+            return self.eval(&p.expr);
+        }
+        // What this node holds is counted from here: see `Reservation::settle`.
+        let mark = self.mem.begin();
         let v = match e {
             Expr::NumberLiteral(n) => Val::Scalar(vec![n.val; self.n]),
             Expr::StringLiteral(s) => Val::String(s.val.clone()),
@@ -143,6 +152,7 @@ impl<'a> Ev<'a> {
             Expr::Extension(_) => return Err(unsupported("extension expressions")),
         };
         self.check_points(&v)?;
+        self.mem.settle(mark, v.bytes())?;
         Ok(v)
     }
 
@@ -213,7 +223,7 @@ impl<'a> Ev<'a> {
         vs: &VectorSelector,
         timestamps: bool,
         window: usize,
-        sink: impl FnMut(Vec<Row>) -> Result<(), QueryError>,
+        mut sink: impl FnMut(Vec<Row>) -> Result<(), QueryError>,
     ) -> Result<(), QueryError> {
         let ms = matchers_of(vs).map_err(QueryError::BadData)?;
         let times = self.read_times(&vs.at, &vs.offset);
@@ -230,7 +240,18 @@ impl<'a> Ev<'a> {
                 }
                 vals.push(visible(samples, end, te).map(|x| if timestamps { x.t as f64 / 1000.0 } else { x.v }));
             }
-            Ok(vals.iter().any(Option::is_some).then(|| Row { labels: labels.clone(), vals }))
+            let row = vals.iter().any(Option::is_some).then(|| Row { labels: labels.clone(), vals });
+            if let Some(r) = &row {
+                self.mem.grow_output(r.bytes())?;
+            }
+            Ok(row)
+        };
+        // A window handed on whole is kept by the caller; windows of a fold are let go once folded.
+        let sink = |w: Vec<Row>| {
+            let bytes = if window == usize::MAX { 0 } else { w.iter().map(Held::bytes).sum() };
+            sink(w)?;
+            self.mem.shrink_output(bytes);
+            Ok(())
         };
         self.db.select_chunks(&ms, times[0] - LOOKBACK_MS, times[self.n - 1], window, row, sink)
     }
@@ -263,7 +284,11 @@ impl<'a> Ev<'a> {
                 // A sparse series must not hold a slot per step until the answer is written.
                 points.shrink_to_fit();
             }
-            Ok::<_, QueryError>((!points.is_empty()).then(|| (labels.clone(), points)))
+            if points.is_empty() {
+                return Ok(None);
+            }
+            self.mem.grow_output(SERIES_BYTES + points.capacity() as u64 * SAMPLE_BYTES)?;
+            Ok::<_, QueryError>(Some((labels.clone(), points)))
         })?;
         self.check_samples(out.iter().map(|(_, p)| p.len()).sum())?;
         Ok(out)
@@ -272,7 +297,7 @@ impl<'a> Ev<'a> {
     /// Calls `f(labels, samples, span)` for each series of a range vector — a range selector or a
     /// subquery — with stale markers dropped, and returns what it kept, in label order. A range
     /// selector streams from the store, large reads on several threads at once.
-    pub fn map_range<T: Send>(
+    pub fn map_range<T: Send + Held>(
         &self,
         e: &Expr,
         f: impl Fn(&Arc<Labels>, &[Sample], &Span) -> Result<Option<T>, QueryError> + Sync,
@@ -285,12 +310,16 @@ impl<'a> Ev<'a> {
                 self.db.select_map(&ms, span.ends[0] - span.range, span.ends[self.n - 1], |labels, samples| {
                     self.count_loaded(&loaded, samples.len())?;
                     self.check_time()?;
-                    if samples.iter().any(|x| is_stale(x.v)) {
+                    let kept = if samples.iter().any(|x| is_stale(x.v)) {
                         let fresh: Vec<Sample> = samples.iter().filter(|x| !is_stale(x.v)).copied().collect();
-                        f(labels, &fresh, &span)
+                        f(labels, &fresh, &span)?
                     } else {
-                        f(labels, samples, &span)
+                        f(labels, samples, &span)?
+                    };
+                    if let Some(k) = &kept {
+                        self.mem.grow_output(k.bytes())?;
                     }
+                    Ok(kept)
                 })
             }
             Expr::Subquery(sq) => {
@@ -298,7 +327,10 @@ impl<'a> Ev<'a> {
                 let mut kept = Vec::new();
                 for (labels, samples) in &series {
                     self.check_time()?;
-                    kept.extend(f(labels, samples, &span)?);
+                    if let Some(k) = f(labels, samples, &span)? {
+                        self.mem.grow_output(k.bytes())?;
+                        kept.push(k);
+                    }
                 }
                 Ok(kept)
             }
@@ -340,6 +372,40 @@ impl<'a> Ev<'a> {
             _ => return Err(QueryError::BadData("subqueries apply to instant vectors only".into())),
         };
         Ok((series, Span { range, ends }))
+    }
+}
+
+/// Estimated bytes a value holds, as the shared query memory counts them.
+pub trait Held {
+    fn bytes(&self) -> u64;
+}
+
+impl Held for Row {
+    fn bytes(&self) -> u64 {
+        SERIES_BYTES + self.vals.len() as u64 * SAMPLE_BYTES
+    }
+}
+
+impl Held for (Arc<Labels>, Vec<Sample>) {
+    fn bytes(&self) -> u64 {
+        SERIES_BYTES + self.1.len() as u64 * SAMPLE_BYTES
+    }
+}
+
+impl Held for Vec<bool> {
+    fn bytes(&self) -> u64 {
+        self.len() as u64
+    }
+}
+
+impl Held for Val {
+    fn bytes(&self) -> u64 {
+        match self {
+            Val::Scalar(v) => v.len() as u64 * 8,
+            Val::Vector(rows) => rows.iter().map(Held::bytes).sum(),
+            Val::Matrix(m) => m.iter().map(Held::bytes).sum(),
+            Val::String(s) => s.len() as u64,
+        }
     }
 }
 

@@ -102,7 +102,8 @@ fn plain_selectors_match_the_general_evaluator_and_prometheus_rules() {
         let end = start + rng.below(3 * HOUR as u64) as i64;
         let fast = matrix(super::range(&db, q, start, end, step, &limits).unwrap());
         let expr = crate::query::parse_expr(q).unwrap();
-        let ev = eval::Ev::new(&db, start, end, step, &limits);
+        let mem = limits.memory.reserve();
+        let ev = eval::Ev::new(&db, start, end, step, &limits, &mem);
         let general = matrix(super::evaluated(&ev, &expr, start, step).unwrap());
         assert_eq!(fast, general, "{q} over [{start}, {end}] step {step}");
         if q == "m" {

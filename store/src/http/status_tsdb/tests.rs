@@ -37,11 +37,16 @@ async fn answer(state: &Arc<State>, p: &[(&str, &str)]) -> (u16, J) {
 async fn counts_the_recent_series_as_prometheus_and_victoriametrics_name_them() {
     let now = crate::now_ms();
     let (_dir, state) = store(now);
-    let (status, body) = answer(&state, &[("limit", "3")]).await;
+    let (status, mut body) = answer(&state, &[("limit", "3")]).await;
     assert_eq!(status, 200, "{body}");
+    // Everything is in the head, the old series too: its span is the head's.
+    let head = body["data"]["headStats"].as_object_mut().unwrap();
+    assert_eq!(head.remove("minTime"), Some(json!(now - 26 * 3_600_000)));
+    assert_eq!(head.remove("maxTime"), Some(json!(now - 30_000)));
     expect_test::expect![[r#"
         {
           "headStats": {
+            "chunkCount": 0,
             "numLabelPairs": 10,
             "numSeries": 5
           },
@@ -153,4 +158,33 @@ async fn bad_parameters_are_bad_data() {
         assert_eq!((status, b["errorType"].as_str()), (400, Some("bad_data")), "{p:?}: {b}");
         assert!(b["error"].as_str().unwrap().starts_with(want), "{p:?}: {b}");
     }
+}
+
+#[tokio::test]
+async fn head_stats_count_the_chunks_and_times_of_the_blocks_and_the_head() {
+    let now = crate::now_ms();
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(Options::new(dir.path())).unwrap());
+    let at = |host: &str, ts: &[i64]| {
+        let l = Labels::from_pairs([("__name__", "gpu_util"), ("host", host)]);
+        (l, ts.iter().map(|&t| Sample::new(t, 1.0)).collect::<Vec<_>>())
+    };
+    // Three series of one chunk each, in one block (one sample time, so no block boundary between).
+    db.write_series(&[at("a", &[now - 90_000]), at("b", &[now - 90_000]), at("c", &[now - 90_000])]).unwrap();
+    db.flush().unwrap();
+    // Then two samples of a in the head.
+    db.write_series(&[at("a", &[now - 20_000, now - 10_000])]).unwrap();
+    let state = State::new(db, Default::default(), Default::default());
+    let (status, b) = answer(&state, &[]).await;
+    assert_eq!(status, 200, "{b}");
+    assert_eq!(
+        b["data"]["headStats"],
+        json!({ "numSeries": 3, "numLabelPairs": 4, "chunkCount": 3, "minTime": now - 90_000, "maxTime": now - 10_000 })
+    );
+    // A day without data: nothing, and no times.
+    let (_, b) = answer(&state, &[("date", "2001-01-01")]).await;
+    assert_eq!(
+        b["data"]["headStats"],
+        json!({ "numSeries": 0, "numLabelPairs": 0, "chunkCount": 0, "minTime": null, "maxTime": null })
+    );
 }
