@@ -8,6 +8,10 @@
 //! alert; a place in an alert storm, whose incident stays open, updates only on a burst that stands
 //! out from it.
 //!
+//! An incident that opens where one closed less than `recurrence_window` ago, with one of its
+//! alertnames, recurs it (`recurrence`): it is linked to the earlier one and backs off with the
+//! earlier one's notification history, so its first notification is rationed like an update.
+//!
 //! A topology value most of a route group's hosts carry (`job="node-exporter"`, a cluster-wide label)
 //! says nothing about which trouble belongs together: a value carried by the alerts of at least
 //! `BROAD_MIN_HOSTS` hosts and of more than `BROAD_SHARE` of the hosts that alerted in the route group
@@ -18,7 +22,15 @@ use crate::alert::{Alert, Fingerprint};
 use crate::time::Timestamp;
 use argus_model::{MatchOp, Matcher};
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Mutex;
 use std::time::Duration;
+
+mod recurrence;
+#[cfg(test)]
+mod recurrence_tests;
+
+pub use recurrence::{CRITICAL, Recurrence};
+use recurrence::{Closed, History};
 
 /// Labels that name the host an alert is about, most specific first: the census counts hosts by the
 /// first of them an alert carries.
@@ -43,6 +55,9 @@ pub struct CorrelationConfig {
     /// between a group's: a burst that comes sooner waits for it, and what begins meanwhile joins it.
     /// Zero: an update goes out at the next flush of the incident's group.
     pub update_interval: Duration,
+    /// How long after an incident closes a new incident at its place with one of its alertnames
+    /// recurs it (see `Recurrence`). Zero: incidents never recur, each first notification pages.
+    pub recurrence_window: Duration,
     /// Causes, most likely root cause first.
     pub causes: Vec<CauseRule>,
 }
@@ -103,6 +118,7 @@ impl Default for CorrelationConfig {
             backoff_window: Duration::from_secs(3600),
             backoff_step: 2,
             update_interval: Duration::ZERO,
+            recurrence_window: Duration::ZERO,
             causes: default_causes(),
         }
     }
@@ -123,6 +139,12 @@ pub struct Incident {
     remembered: Timestamp,
     /// Its first acknowledgement, made here or on a peer.
     pub ack: Option<crate::memory::Acknowledgement>,
+    /// Alertnames of its alerts.
+    names: BTreeSet<String>,
+    /// The earlier incident it recurs, when it does.
+    pub recurrence: Option<Recurrence>,
+    /// Whether it has been notified.
+    paged: bool,
 }
 
 impl Incident {
@@ -143,6 +165,47 @@ impl Incident {
     pub fn size(&self) -> usize {
         self.members.len()
     }
+
+    /// What is kept of it once closed, for its recurrences, with the alerts it notified.
+    fn closed(&self, window: Duration, mut notified: BTreeSet<Fingerprint>) -> Closed {
+        let r = self.recurrence.as_ref();
+        let mut names = self.names.clone();
+        names.extend(r.iter().flat_map(|r| r.known.iter().cloned()));
+        notified.extend(r.iter().flat_map(|r| r.notified.iter().copied()));
+        Closed {
+            id: self.id,
+            origin: self.origin.clone(),
+            topology: self.topology.clone(),
+            names,
+            notified,
+            closed_at: self.latest_end() + window,
+            occurrence: r.map_or(1, |r| r.occurrence),
+            since: r.map_or(self.opened_at, |r| r.since),
+            held: if self.paged { 0 } else { r.map_or(0, |r| r.held) + 1 },
+        }
+    }
+}
+
+/// Moves the incidents of `list` closed at `now` into `history` (when recurrences are kept), with
+/// the alerts each notified (taken from `notified`).
+fn close(
+    list: &mut Vec<Incident>,
+    history: &mut History,
+    notified: &mut HashMap<u64, BTreeSet<Fingerprint>>,
+    now: Timestamp,
+    cfg: &CorrelationConfig,
+) {
+    let window = cfg.window;
+    list.retain(|i| {
+        let open = i.open_at(now, window);
+        if !open {
+            let fps = notified.remove(&i.id).unwrap_or_default();
+            if !cfg.recurrence_window.is_zero() {
+                history.push(i.closed(window, fps));
+            }
+        }
+        open
+    });
 }
 
 #[derive(Debug)]
@@ -158,6 +221,11 @@ pub struct Correlator {
     sent: HashMap<String, VecDeque<Timestamp>>,
     /// Which hosts alerted lately, per route group.
     census: HashMap<String, Census>,
+    /// Incidents closed within `recurrence_window`, per route group.
+    history: HashMap<String, History>,
+    /// The firing alerts each open incident has notified, by number. The send stage records them
+    /// while the pipeline reads the correlator, hence the lock.
+    notified: Mutex<HashMap<u64, BTreeSet<Fingerprint>>>,
 }
 
 /// The hosts of one route group that alerted within `backoff_window`, and the hosts each topology
@@ -217,6 +285,8 @@ impl Correlator {
             incidents: HashMap::new(),
             sent: HashMap::new(),
             census: HashMap::new(),
+            history: HashMap::new(),
+            notified: Mutex::new(HashMap::new()),
         }
     }
 
@@ -260,9 +330,10 @@ impl Correlator {
             return None;
         }
         let fp = alert.fingerprint();
-        let window = self.cfg.window;
         let list = self.incidents.entry(group.to_string()).or_default();
-        list.retain(|i| i.open_at(now, window));
+        let history = self.history.entry(group.to_string()).or_default();
+        let notified = self.notified.get_mut().unwrap_or_else(|e| e.into_inner());
+        close(list, history, notified, now, &self.cfg);
         let found = list
             .iter()
             .position(|i| i.members.contains_key(&fp))
@@ -270,8 +341,23 @@ impl Correlator {
         let inc = match found {
             Some(i) => &mut list[i],
             None => {
-                let origin = topo.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",");
+                let mut origin = topo.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",");
                 let id = if self.by_content { content_id(fp, alert.starts_at) } else { self.next_id };
+                let name = alert.labels.get("alertname").unwrap_or("");
+                let earlier = history.find(&topo, name, now, self.cfg.recurrence_window).cloned();
+                let recurrence = earlier.map(|c| {
+                    // The recurrence backs off with the notifications of the place it recurs.
+                    origin = c.origin;
+                    history.take(c.id);
+                    Recurrence {
+                        of: c.id,
+                        occurrence: c.occurrence + 1,
+                        since: c.since,
+                        known: c.names,
+                        notified: c.notified,
+                        held: c.held,
+                    }
+                });
                 let (topology, members) = (BTreeSet::new(), HashMap::new());
                 let never = Timestamp(i64::MIN / 2);
                 list.push(Incident {
@@ -283,6 +369,9 @@ impl Correlator {
                     until: never,
                     remembered: never,
                     ack: None,
+                    names: BTreeSet::new(),
+                    recurrence,
+                    paged: false,
                 });
                 if !self.by_content {
                     self.next_id += 1;
@@ -293,6 +382,9 @@ impl Correlator {
         };
         inc.topology.extend(topo);
         inc.members.insert(fp, alert.ends_at);
+        if let Some(name) = alert.labels.get("alertname") {
+            inc.names.insert(name.to_string());
+        }
         Some(inc.id)
     }
 
@@ -300,8 +392,20 @@ impl Correlator {
         self.incidents.get(group)?.iter().find(|i| i.id == id)
     }
 
+    /// Records that a notification of incident `id` carried `firing` alerts (the send stage's part
+    /// of `record_sent`): a recurrence takes them as already notified.
+    pub fn record_notified(&self, id: u64, firing: impl IntoIterator<Item = Fingerprint>) {
+        let mut notified = self.notified.lock().unwrap_or_else(|e| e.into_inner());
+        notified.entry(id).or_default().extend(firing);
+    }
+
     /// Records a notification of an incident from `origin` at `at` (once per time).
     pub fn record_sent(&mut self, origin: &str, at: Timestamp) -> bool {
+        // Of one origin only one incident is open at a time in a route group: a new alert that shares
+        // its topology joins it.
+        for i in self.incidents.values_mut().flat_map(|l| l.iter_mut()).filter(|i| i.origin == origin) {
+            i.paged = true;
+        }
         self.merge_sent(origin, &[at])
     }
 
@@ -360,6 +464,9 @@ impl Correlator {
             until: Timestamp(m.until),
             remembered: Timestamp(m.until),
             ack: m.ack.clone(),
+            names: BTreeSet::new(),
+            recurrence: None,
+            paged: m.notified.is_some(),
         });
         true
     }
@@ -415,10 +522,16 @@ impl Correlator {
 
     /// Drops closed incidents and old history.
     pub fn gc(&mut self, now: Timestamp) {
-        let window = self.cfg.window;
-        self.incidents.retain(|_, list| {
-            list.retain(|i| i.open_at(now, window));
+        let (cfg, history) = (&self.cfg, &mut self.history);
+        let notified = self.notified.get_mut().unwrap_or_else(|e| e.into_inner());
+        self.incidents.retain(|group, list| {
+            close(list, history.entry(group.clone()).or_default(), notified, now, cfg);
             !list.is_empty()
+        });
+        let rw = self.cfg.recurrence_window;
+        self.history.retain(|_, h| {
+            h.expire(now, rw);
+            !h.is_empty()
         });
         let bw = self.cfg.backoff_window;
         self.sent.retain(|_, q| q.back().is_some_and(|&t| now - t < bw));

@@ -434,6 +434,8 @@ pub struct Correlation {
     pub backoff_window: Option<String>,
     pub backoff_step: Option<u32>,
     pub update_interval: Option<String>,
+    /// How long after an incident closes a new one at its place, with its alertnames, recurs it.
+    pub recurrence_window: Option<String>,
     pub causes: Option<Vec<Cause>>,
 }
 

@@ -95,6 +95,12 @@ fn bad_input_names_line_and_field() {
         ]],
     );
     check(
+        &format!("route:\n  receiver: r\n{r}argus:\n  correlation:\n    window: 10m\n    recurrence_window: often\n"),
+        expect![[
+            r#"alertd.yml:9: argus.correlation.recurrence_window: invalid duration "often" (expected e.g. 30s, 5m, 1h30m, 2d)"#
+        ]],
+    );
+    check(
         &format!("route:\n  receiver: r\n{r}argus:\n  storm: {{}}\n"),
         expect![
             "alertd.yml:7: argus: unknown field `storm`, expected one of `external_url`, `flap`, `correlation`, `escalation`, `rules`, `silence_until_resolved_max`, `history_retention`"
@@ -205,6 +211,23 @@ fn bad_receivers_name_the_field() {
         "webhook_configs: [{url: 'ftp://h/tok'}]",
         expect!["alertd.yml:4: receivers[0].webhook_configs[0].url: not an http(s) URL"],
     );
+}
+
+/// An error names the line of the field itself, not the first line in the file that looks like it.
+#[test]
+fn errors_point_at_the_field_they_name() {
+    let src = concat!(
+        "route:\n  receiver: a\n  routes:\n    - receiver: b\n      group_wait: 10s\n",
+        "    - receiver: b\n      group_wait: soon\n",
+        "receivers:\n  - name: a\n    webhook_configs:\n      - url: http://a/\n        timeout: 10s\n",
+        "  - name: b\n    webhook_configs:\n      - url: http://b/\n        timeout: 0s\n",
+    );
+    let e = parse(src, "alertd.yml").unwrap_err();
+    assert_eq!(e.to_string(), "alertd.yml:16: receivers[1].webhook_configs[0].timeout: must be greater than 0");
+    let fixed = src.replace("timeout: 0s", "timeout: 5s");
+    let e = parse(&fixed, "alertd.yml").unwrap_err();
+    assert_eq!(e.field, "route.routes[1].group_wait");
+    assert_eq!(e.line, Some(7), "{e}");
 }
 
 #[test]
@@ -343,7 +366,7 @@ fn escalation_rules() {
         .assert_eq(&err("argus:\n  escalation: [{after: 15m, receiver: r}]\n"));
     expect![[r#"alertd.yml:8: argus.escalation[0].receiver: undefined receiver "lead""#]]
         .assert_eq(&err("argus:\n  correlation: {}\n  escalation:\n    - {after: 15m, receiver: lead}\n"));
-    expect!["alertd.yml:7: argus.escalation[0].after: missing: how long unacknowledged"]
+    expect!["alertd.yml:8: argus.escalation[0].after: missing: how long unacknowledged"]
         .assert_eq(&err("argus:\n  correlation: {}\n  escalation:\n    - {receiver: r}\n"));
     expect!["alertd.yml:8: argus.escalation[0].after: must be longer than zero"]
         .assert_eq(&err("argus:\n  correlation: {}\n  escalation:\n    - {after: 0s, receiver: r}\n"));

@@ -1,9 +1,8 @@
-//! raw → validated. Pure: no IO. Errors carry the file, the field path and the line where the
-//! offending key or value is first written (found by searching the text, since the YAML parser keeps
-//! no positions after deserialisation).
+//! raw → validated. Pure: no IO. Errors carry the file, the field path and the line where that field
+//! is written (config/locate.rs).
 
 use super::raw;
-use super::{Config, ConfigError, duration, im, matchers, scheduler};
+use super::{Config, ConfigError, duration, im, locate, matchers, scheduler};
 use crate::escalate::EscalationRule;
 use crate::flap::FlapConfig;
 use crate::incident::{CauseRule, CorrelationConfig};
@@ -24,12 +23,14 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// An error at `field`; the line is where `needle` (a key or a value) first appears.
+    /// An error at `field`, on the line where that field is written (see [`locate`]); `needle` (a key or
+    /// a value) is searched for within its section when the field itself is not written.
     pub(super) fn err(&self, field: impl Into<String>, needle: &str, reason: impl Into<String>) -> ConfigError {
+        let field = field.into();
         ConfigError {
             file: self.file.to_string(),
-            line: line_of(self.src, needle),
-            field: field.into(),
+            line: locate::line(self.src, &field, needle),
+            field,
             reason: reason.into(),
         }
     }
@@ -79,21 +80,6 @@ impl Ctx<'_> {
         }
         Ok(out)
     }
-}
-
-/// The 1-based line of the first line whose text, after indentation and a list dash, starts with
-/// `needle`; failing that, the first line containing it.
-pub(crate) fn line_of(src: &str, needle: &str) -> Option<usize> {
-    if needle.is_empty() {
-        return None;
-    }
-    let lines: Vec<&str> = src.lines().collect();
-    let starts = lines.iter().position(|l| {
-        let t = l.trim_start();
-        let t = t.strip_prefix("- ").unwrap_or(t).trim_start();
-        t.starts_with(needle)
-    });
-    starts.or_else(|| lines.iter().position(|l| l.contains(needle))).map(|i| i + 1)
 }
 
 /// Keys Alertmanager has that alertd does not support yet, refused by name.
@@ -446,6 +432,12 @@ fn correlation(c: &Ctx, k: &raw::Correlation) -> Result<CorrelationConfig, Confi
             "update_interval",
             &k.update_interval,
             d.update_interval,
+        )?,
+        recurrence_window: c.duration(
+            "argus.correlation.recurrence_window",
+            "recurrence_window",
+            &k.recurrence_window,
+            d.recurrence_window,
         )?,
         causes,
     };

@@ -4,6 +4,14 @@
 //! repeats pass. An update of an incident that comes within `update_interval` of its last
 //! notification waits for it. A burst is what begins within `burst_window`, or within two of the
 //! sender's evaluation intervals when it evaluates slower.
+//!
+//! A recurring incident (`incident::Recurrence`) is rationed the same way from its first
+//! notification: as an update of the earlier occurrence, whose origin's notification history it
+//! backs off with. It pages at once when nothing of its origin was notified within `backoff_window`
+//! (the earlier page was long ago), or when the earlier notification is older than
+//! `repeat_interval`, and always for a critical alert or an alertname the earlier occurrences did
+//! not have. Held, its alerts wait in its group for a burst, and the notification that goes out says
+//! how many occurrences were held before it.
 
 use super::dedup::split;
 use super::{Ctx, NotifyError, Stage};
@@ -47,11 +55,15 @@ impl Stage for HoldStage {
             // The news is resolutions or the repeat interval, not new firing alerts.
             return Ok(alerts);
         }
+        // The last notification this one would update: the group's own, or for a recurrence not yet
+        // notified, its origin's latest.
+        let previous = entry.as_ref().map(|e| e.timestamp).or_else(|| recurrence_previous(ctx, &alerts));
+        let recurrence = ctx.incident.and_then(|(_, i)| i.recurrence.as_ref()).filter(|_| previous.is_some());
         // A burst must have begun within `burst_window` (or two of its sender's evaluations, see
         // `burst_window`) to count for an update. An incident's first
         // notification takes its alerts however long ago they began: they may have waited out a long
         // group_wait, or fired while alertd was down.
-        let window = ctx.incident.filter(|_| entry.is_some()).map(|(c, _)| c.cfg.burst_window);
+        let window = ctx.incident.filter(|_| previous.is_some()).map(|(c, _)| c.cfg.burst_window);
         let before_burst = |a: &Alert| window.is_some_and(|w| a.starts_at < ctx.now - burst_window(w, a));
         // Alerts new since the last notification: `steady` ones lead a burst; `riders` (flapping
         // alerts, and alerts that had been notified and have begun again since) join one.
@@ -61,7 +73,11 @@ impl Stage for HoldStage {
                 continue;
             }
             let fp = a.fingerprint();
-            let notified = entry.as_ref().is_some_and(|e| e.firing.contains(&fp));
+            // A recurrence's alert that an earlier occurrence notified has begun again since.
+            let notified = match &entry {
+                Some(e) => e.firing.contains(&fp),
+                None => recurrence.is_some_and(|r| r.notified.contains(&fp)),
+            };
             if notified && entry.as_ref().is_some_and(|e| a.starts_at <= e.timestamp) {
                 continue;
             }
@@ -77,12 +93,12 @@ impl Stage for HoldStage {
         // The backoff rations updates of an incident. Its first notification needs one new alert:
         // the place has been quiet for the correlation window (an alert that shares its topology
         // with an open incident joins that one), so what begins there now is news.
-        let need = match (ctx.incident, &entry) {
+        let need = match (ctx.incident, previous) {
             (Some((c, i)), Some(_)) => c.required_burst(&i.origin, ctx.now),
             _ => 1,
         };
         let burst = new >= need;
-        if let (Some((c, _)), Some(e)) = (ctx.incident, &entry)
+        if let (Some((c, _)), Some(last)) = (ctx.incident, previous)
             && !c.cfg.update_interval.is_zero()
         {
             let wait = c.cfg.update_interval;
@@ -91,15 +107,15 @@ impl Stage for HoldStage {
             // `burst_window` of when it was counted, however long it waits.
             waiting.retain(|_, &mut t| ctx.now - t <= 2 * wait);
             let key = (ctx.group_key.to_string(), ctx.recipient.clone());
-            let met = waiting.get(&key).copied().filter(|&t| t > e.timestamp);
+            let met = waiting.get(&key).copied().filter(|&t| t > last);
             if burst || met.is_some() {
-                if ctx.now < e.timestamp + wait {
+                if ctx.now < last + wait {
                     waiting.insert(key, met.unwrap_or(ctx.now));
                     tracing::debug!(at = %ctx.now, group = ctx.group_key, "Update waits for update_interval");
                     let incident = ctx.incident.map(|(_, i)| i.id);
                     let reason =
                         Reason::Grouped { timer: Timer::UpdateInterval, incident, new_alerts: None, needed: None };
-                    hold_news(ctx, entry.as_ref(), &alerts, |_| (reason.clone(), Some(e.timestamp + wait)));
+                    hold_news(ctx, entry.as_ref(), &alerts, |_| (reason.clone(), Some(last + wait)));
                     return Ok(Vec::new());
                 }
                 waiting.remove(&key);
@@ -124,6 +140,21 @@ impl Stage for HoldStage {
         });
         Ok(Vec::new())
     }
+}
+
+/// For the first notification of a recurring incident, rationed as an update: the latest
+/// notification of its origin. None when it pages at once as any new incident does: it is no
+/// recurrence, this is an escalation, one of its alerts is news (critical, or of an alertname the
+/// earlier occurrences did not have), nothing of its origin was notified within `backoff_window`,
+/// or that notification is older than `repeat_interval`.
+fn recurrence_previous(ctx: &Ctx, alerts: &[Alert]) -> Option<Timestamp> {
+    let (c, i) = ctx.incident?;
+    let r = i.recurrence.as_ref().filter(|_| ctx.escalation.is_none())?;
+    if alerts.iter().any(|a| !a.resolved_at(ctx.now) && r.is_news(a)) {
+        return None;
+    }
+    let last = c.sent_times(&i.origin).last().copied()?;
+    (ctx.now < last + ctx.opts.repeat_interval && ctx.now - last < c.cfg.backoff_window).then_some(last)
 }
 
 /// The longest evaluation interval taken from a sender's `endsAt`: beyond it, an end far ahead is a

@@ -1,5 +1,6 @@
 //! SendStage builds the webhook message and hands it to the notifier (Alertmanager's RetryStage,
-//! without retries so far); SetNotifiesStage records what was notified in the notification log.
+//! without retries so far), with a recurring incident's annotations (`Recurrence::annotations`);
+//! SetNotifiesStage records what was notified in the notification log.
 
 use super::dedup::split;
 use super::{Ctx, Notification, Notifier, NotifyError, Stage};
@@ -22,13 +23,23 @@ impl Stage for SendStage {
     fn exec(&self, ctx: &Ctx, alerts: Vec<Alert>) -> Result<Vec<Alert>, NotifyError> {
         // As Alertmanager: without send_resolved, resolved alerts are left out, and a message that
         // would be empty is not sent (the log is still written, so the receiver is not told again).
-        let sent: Vec<Alert> = if ctx.integration.send_resolved {
+        let mut sent: Vec<Alert> = if ctx.integration.send_resolved {
             alerts.clone()
         } else {
             alerts.iter().filter(|a| !a.resolved_at(ctx.now)).cloned().collect()
         };
         if sent.is_empty() {
             return Ok(alerts);
+        }
+        // A recurring incident says so on every alert, and so in the common annotations that
+        // receivers show: which occurrence, of what, since when, and how many were held back.
+        if let Some(r) = ctx.incident.and_then(|(_, i)| i.recurrence.as_ref()) {
+            let notes = r.annotations();
+            for a in &mut sent {
+                for (name, value) in &notes {
+                    a.annotations.set(name, value);
+                }
+            }
         }
         let mut extras = Extras::default();
         if let Some((c, inc)) = ctx.incident
@@ -80,6 +91,9 @@ impl Stage for SendStage {
             message,
         })?;
         ctx.sent.set(true);
+        if let Some((c, inc)) = ctx.incident {
+            c.record_notified(inc.id, sent.iter().filter(|a| !a.resolved_at(ctx.now)).map(Alert::fingerprint));
+        }
         Ok(alerts)
     }
 }

@@ -12,10 +12,11 @@ firing an episode of that host that started inside it (or was active when it beg
 (5 minutes of grace after it resolved). Also reported: the raw alerts' own median delay (first POST of the
 incident's first episode after that episode's start), against which the notifications' delay is judged.
 """
-import json, sys
+import json, os, sys, threading
 from datetime import datetime
 from statistics import median
 
+_LOCK = threading.Lock()
 GRACE = 300
 AFTER = 900
 
@@ -24,8 +25,17 @@ def ts(s):
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
-def score(storm, notes, truth):
-    segs = [(i["host"], i["start"], i["end"]) for i in json.load(open(truth))["incidents"]]
+_STORMS = {}
+
+
+def episodes_of(storm):
+    """The storm's raw episodes, its first and last POST time, and its episodes by host. Read once per
+    file as it is on disk (a grid search scores hundreds of replays of one storm); never modified after."""
+    st = os.stat(storm)
+    key = (os.path.abspath(storm), st.st_size, st.st_mtime_ns)
+    with _LOCK:
+        if key in _STORMS:
+            return _STORMS[key]
     episodes = {}  # (host, metric, startsAt seconds) -> [start, first_sent, resolved_at]
     t0 = t1 = None
     for line in open(storm):
@@ -41,6 +51,14 @@ def score(storm, notes, truth):
     by_host = {}
     for (h, _, _), ep in episodes.items():
         by_host.setdefault(h, []).append(ep)
+    with _LOCK:
+        _STORMS[key] = (episodes, t0, t1, by_host)
+    return _STORMS[key]
+
+
+def score(storm, notes, truth):
+    segs = [(i["host"], i["start"], i["end"]) for i in json.load(open(truth))["incidents"]]
+    episodes, t0, t1, by_host = episodes_of(storm)
     sent = []
     for line in open(notes):
         n = json.loads(line)
