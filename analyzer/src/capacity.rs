@@ -16,11 +16,19 @@
 //! It is pure and clock-free: the caller passes the time with every call, so the runtime and
 //! `argus simulate` drive it alike.
 //!
+//! Every recommendation carries its [`Explanation`] (`explain.rs`): the rule that set it, a sentence, the
+//! arithmetic and each term used, made from the same values the planner decided with.
+//!
 //! What the runtime publishes from a [`Recommendation`]: the `argus_capacity_*` series (docs/metrics.md),
 //! `GET /api/v1/capacity` ([`CapacityReport`]), KEDA's `metrics-api` scaler JSON ([`KedaMetrics`]) and the
 //! scheduler webhook body ([`Recommendation`] itself, in a [`CapacityReport`]).
 
+mod explain;
+
+pub use explain::{Bound, Explanation, ForecastPeak, Rule};
+
 use crate::forecast::Forecast;
+use explain::{Decision, Sizing};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -172,6 +180,10 @@ pub struct Recommendation {
     /// above `desired` is not a hold).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_by: Option<HeldBy>,
+    /// Why `recommended` is what it is. Always set by the planner; absent only in a recommendation saved
+    /// or sent by an earlier version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 /// `GET /api/v1/capacity`: the latest recommendation of every pool.
@@ -256,21 +268,30 @@ impl CapacityPlanner {
 
     /// The capacity wanted for `input`, before hysteresis and cooldown: `(base, reservation, desired)`.
     pub fn wanted(&self, input: &PlanInput) -> (u64, u64, u64) {
+        let s = self.sizing(input);
+        (s.base, s.reservation, s.desired)
+    }
+
+    fn sizing(&self, input: &PlanInput) -> Sizing {
         let c = &self.config;
-        let base = units(input.demand.peak() / c.target_utilization);
-        let low = input.low_priority.map_or(input.demand.peak(), Outlook::peak);
-        let with_reserve = units(low / (c.target_utilization * (1.0 - c.reserve_fraction)));
-        let reservation = with_reserve.saturating_sub(base);
-        let mut desired = (base + reservation).max(c.min_capacity);
-        if let Some(max) = c.max_capacity {
-            desired = desired.min(max);
-        }
-        (base, reservation, desired)
+        let peak = input.demand.peak();
+        let base = units(peak / c.target_utilization);
+        let low_peak = input.low_priority.map_or(peak, Outlook::peak);
+        let low_capacity = units(low_peak / (c.target_utilization * (1.0 - c.reserve_fraction)));
+        let reservation = low_capacity.saturating_sub(base);
+        let wanted = base + reservation;
+        let (desired, clamped) = match c.max_capacity {
+            _ if wanted < c.min_capacity => (c.min_capacity, Some(Bound::Min)),
+            Some(max) if wanted > max => (max, Some(Bound::Max)),
+            _ => (wanted, None),
+        };
+        Sizing { peak, low_peak, low_capacity, base, reservation, wanted, desired, clamped }
     }
 
     /// One planning step at `input.timestamp_ms`. Times must not go backwards.
     pub fn plan(&mut self, input: &PlanInput) -> Recommendation {
-        let (base, reservation, desired) = self.wanted(input);
+        let sizing = self.sizing(input);
+        let Sizing { base, reservation, desired, .. } = sizing;
         let now = input.timestamp_ms;
         let window = millis(self.config.scale_down_cooldown);
         while self.recent.front().is_some_and(|&(t, _)| t < now.saturating_sub(window)) {
@@ -282,27 +303,29 @@ impl CapacityPlanner {
         }
         self.recent.push_back((now, desired));
         let down_to = self.recent.front().map_or(desired, |&(_, d)| d);
-        let (standing, changed_at) = *self.standing.get_or_insert((input.current, i64::MIN));
+        let (standing, changed_at) = *self.standing.get_or_insert((input.current, NEVER));
         let since = now.saturating_sub(changed_at);
-        let (recommended, held_by) = if desired > standing {
+        let keep = standing as f64 * (1.0 - self.config.scale_down_margin);
+        let (recommended, held_by, rule) = if desired > standing {
             if since >= millis(self.config.scale_up_cooldown) {
-                (desired, None)
+                (desired, None, Rule::ScaleUp)
             } else {
-                (standing, Some(HeldBy::Cooldown))
+                (standing, Some(HeldBy::Cooldown), Rule::ScaleUpHeldByCooldown)
             }
         } else if desired < standing {
-            let keep = standing as f64 * (1.0 - self.config.scale_down_margin);
             if desired as f64 >= keep {
-                (standing, Some(HeldBy::Hysteresis))
+                (standing, Some(HeldBy::Hysteresis), Rule::ScaleDownWithinMargin)
             } else if since < window {
-                (standing, Some(HeldBy::Cooldown))
+                (standing, Some(HeldBy::Cooldown), Rule::ScaleDownHeldByCooldown)
             } else if down_to as f64 >= keep {
-                (standing, Some(HeldBy::Window))
+                (standing, Some(HeldBy::Window), Rule::ScaleDownHeldByWindow)
+            } else if down_to > desired {
+                (down_to, None, Rule::ScaleDownToWindowMax)
             } else {
-                (down_to, None)
+                (down_to, None, Rule::ScaleDown)
             }
         } else {
-            (standing, None)
+            (standing, None, Rule::Unchanged)
         };
         if recommended != standing {
             self.standing = Some((recommended, now));
@@ -312,7 +335,7 @@ impl CapacityPlanner {
             std::cmp::Ordering::Less => Action::ScaleDown,
             std::cmp::Ordering::Equal => Action::Hold,
         };
-        Recommendation {
+        let mut rec = Recommendation {
             pool: self.pool.clone(),
             timestamp_ms: now,
             current: input.current,
@@ -324,9 +347,24 @@ impl CapacityPlanner {
             recommended,
             action,
             held_by,
-        }
+            explanation: None,
+        };
+        let changed = |t: i64| (t != NEVER).then_some(t);
+        let decision = Decision {
+            rule,
+            previous: standing,
+            changed_before: changed(changed_at),
+            changed_after: self.standing.and_then(|(_, t)| changed(t)),
+            window_max: down_to,
+            keep,
+        };
+        rec.explanation = Some(explain::explain(&self.config, input, &sizing, &decision, &rec));
+        rec
     }
 }
+
+/// The time of the standing recommendation's last change before it has changed.
+const NEVER: i64 = i64::MIN;
 
 /// Whole units holding `x`; a hair over an integer (float noise) does not cost a unit.
 fn units(x: f64) -> u64 {

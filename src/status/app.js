@@ -395,10 +395,10 @@ async function loadCapacity() {
   const rows = Array.isArray(data) ? data : await capacityFromSeries();
   fill(
     "capacity",
-    rows.map((r) =>
-      el(
+    rows.flatMap((r) => {
+      const row = el(
         "tr",
-        {},
+        { "data-pool": r.pool ?? "" },
         el("td", {}, r.pool ?? ""),
         el("td", { class: "num" }, r.current ?? ""),
         el("td", { class: "num" }, num(r.demand)),
@@ -406,9 +406,59 @@ async function loadCapacity() {
         el("td", { class: "num" }, r.desired ?? ""),
         el("td", { class: "num" }, r.recommended ?? ""),
         el("td", {}, typeof r.action === "string" ? r.action : JSON.stringify(r.action)),
-      ),
+      );
+      const e = r.explanation;
+      if (!e || typeof e !== "object") return [row];
+      return [row, capacityExplanation(r, e)];
+    }),
+  );
+}
+
+// One recommendation's explanation under its row: the rule and its sentence, the terms it used, and
+// the arithmetic on demand.
+function capacityExplanation(r, e) {
+  const pct = (x) => `${+(x * 100).toFixed(1)}%`;
+  const f = e.forecast;
+  const forecast = f
+    ? `forecast peak ${num(f.upper)} at ${time(f.at_ms)} (band ${num(f.lower)}–${num(f.upper)}, mean ${num(f.mean)}; ${f.model}, ${dur(f.horizon_seconds)} ahead)`
+    : `forecast peak ${num(r.forecast_upper)}`;
+  const split = e.low_priority_split
+    ? `low-priority peak ${num(e.low_priority_peak)}, critical ${num(e.critical_peak)}`
+    : "no low-priority split (all demand counted as low priority)";
+  const bounds = e.clamped
+    ? `; ${e.clamped === "min" ? "raised to min_capacity" : "cut to max_capacity"} ${r.desired}`
+    : "";
+  const next = (t) => (t === null || t === undefined || t <= r.timestamp_ms ? "now" : time(t));
+  const terms = [
+    `demand now ${num(e.demand_now)}`,
+    forecast,
+    `target utilisation ${pct(e.target_utilization)}`,
+    `reserved ${pct(e.reserve_fraction)}, ${split}`,
+    `wanted ${e.wanted}${bounds}`,
+    `cooldowns up ${dur(e.scale_up_cooldown_seconds)}, down ${dur(e.scale_down_cooldown_seconds)}, margin ${pct(e.scale_down_margin)}`,
+    `next scale-up ${next(e.next_scale_up_ms)}, scale-down ${next(e.next_scale_down_ms)}`,
+  ].join(" · ");
+  return el(
+    "tr",
+    { class: "explain", "data-pool": r.pool ?? "", "data-rule": e.rule, "data-at": r.timestamp_ms ?? "" },
+    el(
+      "td",
+      { colspan: "7" },
+      el("div", { class: "sentence" }, el("code", { class: "rule" }, e.rule), " ", e.sentence),
+      el("div", { class: "terms muted" }, terms),
+      el("details", {}, el("summary", { class: "muted" }, "arithmetic"), el("code", { class: "arithmetic" }, e.arithmetic)),
     ),
   );
+}
+
+// Seconds as `90s`, `15m`, `1h30m`.
+function dur(seconds) {
+  if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "";
+  let s = Math.round(seconds);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  s %= 60;
+  return [h ? `${h}h` : "", m ? `${m}m` : "", s || (!h && !m) ? `${s}s` : ""].join("");
 }
 
 // Without the capacity API: the latest `argus_capacity_*` series, one row per pool.

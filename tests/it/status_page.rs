@@ -1,7 +1,8 @@
 //! The status page end to end, in headless Chromium: `argus serve --demo` on a free port with a temporary
 //! data directory; once the demo's fault has become an incident, tests/status_page/e2e.cjs (driving
 //! Debian's `chromium` with `playwright-core` from npm) loads the page, finds the incident, acknowledges
-//! it, silences its firing alert and checks the charts are drawn; then the API is asked whether the
+//! it, silences its firing alert and checks the charts are drawn and the capacity recommendations
+//! explained (rule and sentence); then the API is asked whether the
 //! acknowledgement and the silence really happened. The screenshot is kept at
 //! `$CARGO_TARGET_DIR/artifacts/status-page.png` (the path is printed).
 //!
@@ -163,6 +164,35 @@ fn the_demo_incident_is_acknowledged_and_silenced_from_the_status_page() {
         "no screenshot at {}",
         screenshot.display()
     );
+
+    // The capacity explanation the page showed is the API's, rule and sentence.
+    let shown = &result["capacity"];
+    let known = [
+        "scale_up",
+        "scale_up_held_by_cooldown",
+        "scale_down",
+        "scale_down_to_window_max",
+        "scale_down_within_margin",
+        "scale_down_held_by_cooldown",
+        "scale_down_held_by_window",
+        "clamped_min",
+        "clamped_max",
+        "unchanged",
+    ];
+    let rule = shown["rule"].as_str().expect("the capacity rule shown");
+    assert!(known.contains(&rule) && shown["shown_rule"] == rule, "{shown}");
+    let pools = s.get("/api/v1/capacity").success_data();
+    let pool = pools.as_array().unwrap().iter().find(|p| p["pool"] == shown["pool"]).expect("the pool shown");
+    let e = &pool["explanation"];
+    assert!(known.contains(&e["rule"].as_str().unwrap_or("")), "{pool}");
+    assert!(e["arithmetic"].as_str().is_some_and(|a| a.contains(&pool["desired"].to_string())), "{pool}");
+    // The same plan (a new one may have been made since the page read it, a minute later at most).
+    let at: i64 = shown["at"].as_str().and_then(|a| a.parse().ok()).expect("the plan's time on the page");
+    let now_at = pool["timestamp_ms"].as_i64().unwrap();
+    assert!(now_at >= at, "{shown} {pool}");
+    if now_at == at {
+        assert_eq!(shown["sentence"].as_str().unwrap(), format!("{rule} {}", e["sentence"].as_str().unwrap()));
+    }
 
     // What the page did, as the API sees it.
     let id = result["incident"].as_i64().expect("incident id");

@@ -1,6 +1,6 @@
 // Drives the status page of a running `argus serve --demo` in headless Chromium (playwright-core):
 // waits for the demo incident, acknowledges it, silences its firing alert, checks the charts are drawn
-// and saves a screenshot. Called by tests/status_page.rs:
+// and the capacity recommendations explained, and saves a screenshot. Called by tests/status_page.rs:
 //   node e2e.cjs BASE_URL SCREENSHOT_PATH
 // with PLAYWRIGHT_CORE (the installed package's directory) and CHROMIUM (the browser) in the
 // environment. Prints one JSON line with what it did; exits non-zero with the reason on any failure.
@@ -82,6 +82,24 @@ async function main() {
     );
     if (!result.charts.some((c) => c.actual_points > 10 && c.band)) {
       throw new Error(`no chart with an actual line and its expected band: ${JSON.stringify(result.charts)}`);
+    }
+    // Capacity: each pool's recommendation explained under its row, the rule by name and in a sentence.
+    const explained = page.locator("#capacity tr.explain[data-rule]").first();
+    await explained.waitFor({ timeout: 3 * STEP_MS });
+    result.capacity = {
+      pool: await explained.getAttribute("data-pool"),
+      rule: await explained.getAttribute("data-rule"),
+      at: await explained.getAttribute("data-at"),
+      shown_rule: (await explained.locator("code.rule").textContent()).trim(),
+      sentence: (await explained.locator(".sentence").textContent()).trim(),
+      terms: (await explained.locator(".terms").textContent()).trim(),
+      arithmetic: (await explained.locator("code.arithmetic").textContent()).trim(),
+    };
+    if (!/^[a-z_]+ (Recommend|Hold|Keep) \d+/.test(result.capacity.sentence)) {
+      throw new Error(`no capacity sentence under the row: ${JSON.stringify(result.capacity)}`);
+    }
+    if (!result.capacity.arithmetic.includes("ceil(")) {
+      throw new Error(`no arithmetic under the capacity row: ${JSON.stringify(result.capacity)}`);
     }
     result.forecasts_empty_text = await page.isVisible("#forecasts .empty");
     result.anomaly_rows = await page.locator("#anomalies tbody tr").count();

@@ -43,7 +43,7 @@ pub fn router(notifier: Arc<OutboxNotifier>, max_body_bytes: usize) -> Router {
 
 /// Queues capacity plans for the scheduler receivers that take them.
 #[utoipa::path(post, path = "/api/v1/scheduler/capacity", tag = SCHEDULER_TAG,
-    request_body(content = CapacityPush, description = "Plans as `GET /api/v1/capacity` shows them"),
+    request_body(content = CapacityPush, description = "Plans as `GET /api/v1/capacity` shows them; fields beyond `pool`, `timestamp_ms` and `recommended` (`explanation` among them, absent from earlier analyzers) pass through to the scheduler as they are"),
     responses((status = 200, description = "The plans are queued", body = Success<Queued>),
         (status = 413, description = "A body larger than `alertd.max_body_bytes` (`bad_data`)", body = PromError),
         HistoryErrors))]

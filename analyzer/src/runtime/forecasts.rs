@@ -20,7 +20,7 @@ pub mod config;
 mod persist;
 pub mod push;
 
-use crate::capacity::{CapacityPlanner, HeldBy, Outlook, PlanInput, Recommendation};
+use crate::capacity::{CapacityPlanner, ForecastPeak, HeldBy, Outlook, PlanInput, Recommendation};
 use crate::forecast::select::{MODELS, ModelConfig, Selected, Selection};
 use crate::forecast::{Forecast, ForecastError, Forecaster, Regular};
 use argus_model::{Labels, METRIC_NAME, Sample};
@@ -446,10 +446,13 @@ impl Forecasting {
     /// Plans pool `p` from its demand target's latest forecast.
     async fn plan(&mut self, p: usize, writes: &mut Vec<WriteSeries>) -> Result<Recommendation, String> {
         let pool = self.pools[p].pool.clone();
-        let (end, demand) = self.outlook(&pool.demand)?;
-        let low_priority = match &pool.low_priority {
-            Some(name) => Some(self.outlook(name)?.1),
-            None => None,
+        let (end, demand, demand_peak) = self.outlook(&pool.demand)?;
+        let (low_priority, low_peak) = match &pool.low_priority {
+            Some(name) => {
+                let (_, outlook, peak) = self.outlook(name)?;
+                (Some(outlook), peak)
+            }
+            None => (None, None),
         };
         let backend = self.backend.clone();
         let current = match backend.query_instant(&pool.current, end).await.map_err(|e| e.to_string())? {
@@ -459,7 +462,8 @@ impl Forecasting {
         };
         let input = PlanInput { timestamp_ms: end, current: current.max(0.0).round() as u64, demand, low_priority };
         let state = &mut self.pools[p];
-        let rec = state.planner.plan(&input);
+        let mut rec = state.planner.plan(&input);
+        rec.explain_forecast(demand_peak, low_peak);
         let labels = |name: &str, extra: Option<(&str, &str)>| {
             let mut l = Labels::from_pairs([(METRIC_NAME, name.to_string()), ("pool", pool.pool.clone())]);
             if let Some((n, v)) = extra {
@@ -492,8 +496,9 @@ impl Forecasting {
         Ok(rec)
     }
 
-    /// The step and demand outlook of a target with exactly one series forecast at its last step.
-    fn outlook(&self, target: &str) -> Result<(i64, Outlook), String> {
+    /// The step, demand outlook and forecast peak of a target with exactly one series forecast at its
+    /// last step.
+    fn outlook(&self, target: &str) -> Result<(i64, Outlook, Option<ForecastPeak>), String> {
         let t = self.targets.iter().find(|t| t.target.name == target).ok_or_else(|| format!("no target {target:?}"))?;
         let end = t.last_step.ok_or_else(|| format!("target {target:?} has not been forecast"))?;
         let mut latest = t.latest.iter();
@@ -503,8 +508,11 @@ impl Forecasting {
                 t.latest.len()
             ));
         };
-        let now = t.series.get(labels).map_or(f64::NAN, |s| s.last_v);
-        Ok((end, Outlook::from_forecast(now, f)))
+        let series = t.series.get(labels);
+        let now = series.map_or(f64::NAN, |s| s.last_v);
+        let model = series.map_or_else(String::new, |s| s.model.model_name());
+        let peak = ForecastPeak::from_forecast(f, end, t.target.step_ms(), &model);
+        Ok((end, Outlook::from_forecast(now, f), peak))
     }
 }
 

@@ -9,7 +9,8 @@ use sha2::{Digest, Sha256};
 
 /// A pool's plan: the analyzer's `Recommendation` (`GET /api/v1/capacity`). alertd reads the fields
 /// that identify it and passes the others on as they are, so a field the analyzer adds reaches the
-/// scheduler without a change here.
+/// scheduler without a change here, and a plan from an analyzer without it is taken as well (its
+/// `explanation`, the rule that set the plan with its terms, is absent from earlier analyzers).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CapacityPlan {
     pub pool: String,
@@ -17,7 +18,7 @@ pub struct CapacityPlan {
     pub timestamp_ms: i64,
     /// The capacity the pool should have.
     pub recommended: u64,
-    /// The plan's other fields (`current`, `demand`, `desired`, `action`, …).
+    /// The plan's other fields (`current`, `demand`, `desired`, `action`, `explanation`, …).
     #[serde(flatten)]
     #[schema(value_type = Object)]
     pub rest: serde_json::Map<String, serde_json::Value>,

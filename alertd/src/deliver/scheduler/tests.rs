@@ -179,3 +179,58 @@ fn the_pipeline_sees_only_schedulers_taking_critical_events() {
     assert_eq!(kinds, ["scheduler/1"]);
     assert_eq!(super::super::build(&c).unwrap().keys().collect::<Vec<_>>(), ["s/scheduler/0", "s/scheduler/1"]);
 }
+
+/// `POST /api/v1/scheduler/capacity` takes plans as every analyzer version sends them: without an
+/// explanation (earlier ones) and with one, which reaches the scheduler as the analyzer wrote it.
+#[tokio::test]
+async fn capacity_bodies_with_and_without_an_explanation_are_taken_and_passed_on() {
+    use argus_analyzer::capacity::{CapacityPlanner, Outlook, PlanInput, PlannerConfig};
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt;
+
+    let (r, url) = receiver(vec![]).await;
+    let s = setup(vec![("sched/scheduler/0", scheduler(&url, None, true))]);
+    let app = crate::api::capacity::router(Arc::new(s.deliverer.notifier()), 1 << 20);
+    let post = |body: String| {
+        let app = app.clone();
+        async move {
+            let req = Request::post("/api/v1/scheduler/capacity")
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(body))
+                .unwrap();
+            let res = app.oneshot(req).await.unwrap();
+            let status = res.status();
+            let bytes = http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<serde_json::Value>(&bytes).unwrap())
+        }
+    };
+
+    let old = r#"{"plans":[{"pool":"old","timestamp_ms":1700000000000,"current":8,"demand":7.5,"forecast_upper":9.0,
+        "base":10,"reservation":0,"desired":10,"recommended":10,"action":"scale_up"}]}"#;
+    let (status, v) = post(old.to_string()).await;
+    assert_eq!((status, &v["data"]["queued"]), (StatusCode::OK, &serde_json::json!(1)), "{v}");
+
+    // What the analyzer sends now, from its own planner.
+    let mut planner = CapacityPlanner::new("new", PlannerConfig::default()).unwrap();
+    let rec = planner.plan(&PlanInput {
+        timestamp_ms: 1_700_000_060_000,
+        current: 80,
+        demand: Outlook { now: 60.1, upper: 64.4 },
+        low_priority: None,
+    });
+    let sent = serde_json::to_value(&rec).unwrap();
+    assert_eq!(sent["explanation"]["rule"], "scale_up", "{sent}");
+    let (status, v) = post(serde_json::json!({"plans": [sent]}).to_string()).await;
+    assert_eq!((status, &v["data"]["queued"]), (StatusCode::OK, &serde_json::json!(1)), "{v}");
+
+    until("delivery", || s.outbox.count(State::Delivered).unwrap() == 2).await;
+    let mut plans: Vec<serde_json::Value> = r
+        .got()
+        .iter()
+        .map(|g| serde_json::from_slice::<serde_json::Value>(&g.body).unwrap()["capacity"].clone())
+        .collect();
+    plans.sort_by_key(|p| p["pool"].as_str().unwrap().to_string());
+    assert_eq!(plans[0]["pool"], "new");
+    assert_eq!(plans[0], sent, "the plan reaches the scheduler as the analyzer wrote it");
+    assert_eq!((plans[1]["pool"].as_str(), plans[1].get("explanation")), (Some("old"), None));
+}

@@ -122,3 +122,92 @@ pub(crate) async fn capacity(State(board): State<Arc<ForecastBoard>>) -> Respons
 pub(crate) async fn keda(State(board): State<Arc<ForecastBoard>>) -> Response {
     Json(KedaMetrics::from_recommendations(board.capacity.read().values())).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::{CapacityPlanner, ForecastPeak, Outlook, PlanInput, PlannerConfig};
+    use crate::forecast::Forecast;
+
+    async fn json(r: Response) -> serde_json::Value {
+        assert_eq!(r.status(), StatusCode::OK);
+        serde_json::from_slice(&axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap()).unwrap()
+    }
+
+    /// `GET /api/v1/capacity` gives each pool's recommendation with its explanation, the forecast named;
+    /// `GET /api/v1/capacity/keda` stays as it was.
+    #[tokio::test]
+    async fn capacity_entries_carry_their_explanation_and_keda_is_unchanged() {
+        let f = Forecast { mean: vec![58.0, 60.0], lower: vec![50.0, 52.5], upper: vec![62.0, 64.4] };
+        let mut planner = CapacityPlanner::new("vc1", PlannerConfig::default()).unwrap();
+        let t = 1_764_500_040_000;
+        let mut rec = planner.plan(&PlanInput {
+            timestamp_ms: t,
+            current: 80,
+            demand: Outlook::from_forecast(60.1, &f),
+            low_priority: None,
+        });
+        rec.explain_forecast(ForecastPeak::from_forecast(&f, t, 60_000, "ets"), None);
+        let board = Arc::new(ForecastBoard::default());
+        board.capacity.write().insert("vc1".into(), rec);
+
+        let v = json(capacity(State(board.clone())).await.into_response()).await;
+        expect_test::expect![[r#"
+            {
+              "data": [
+                {
+                  "action": "scale_up",
+                  "base": 72,
+                  "current": 80,
+                  "demand": 60.1,
+                  "desired": 90,
+                  "explanation": {
+                    "arithmetic": "peak = max(now 60.1, forecast upper 64.4) = 64.4; ceil(64.4 / 0.9) = 72 for the peak; no low-priority split, all 64.4 low priority within 1 - 0.2: ceil(64.4 / (0.9 × 0.8)) = 90 → reservation 18; wanted 72 + 18 = 90; 90 > standing 80, no change yet → 90",
+                    "clamped": null,
+                    "critical_peak": null,
+                    "demand_now": 60.1,
+                    "forecast": {
+                      "at_ms": 1764500160000,
+                      "horizon_seconds": 120.0,
+                      "lower": 52.5,
+                      "mean": 60.0,
+                      "model": "ets",
+                      "upper": 64.4
+                    },
+                    "last_change_ms": 1764500040000,
+                    "low_priority_capacity": 90,
+                    "low_priority_forecast": null,
+                    "low_priority_peak": 64.4,
+                    "low_priority_split": false,
+                    "max_capacity": null,
+                    "min_capacity": 0,
+                    "next_scale_down_ms": 1764500640000,
+                    "next_scale_up_ms": 1764500100000,
+                    "peak": 64.4,
+                    "previous": 80,
+                    "reserve_fraction": 0.2,
+                    "rule": "scale_up",
+                    "scale_down_below": 72.0,
+                    "scale_down_cooldown_seconds": 600.0,
+                    "scale_down_margin": 0.1,
+                    "scale_up_cooldown_seconds": 60.0,
+                    "sentence": "Recommend 90, up from 80: peak demand 64.4 at 90% target utilisation needs 72, and 18 more keep 20% of it free for critical work (no low-priority split: all demand counts as low priority)",
+                    "target_utilization": 0.9,
+                    "wanted": 90,
+                    "window_max": 90
+                  },
+                  "forecast_upper": 64.4,
+                  "pool": "vc1",
+                  "recommended": 90,
+                  "reservation": 18,
+                  "timestamp_ms": 1764500040000
+                }
+              ],
+              "status": "success"
+            }"#]]
+        .assert_eq(&serde_json::to_string_pretty(&v).unwrap());
+
+        let v = json(keda(State(board)).await.into_response()).await;
+        assert_eq!(v, serde_json::json!({"pools": {"vc1": {"recommended": 90, "desired": 90, "current": 80}}}));
+    }
+}
