@@ -43,7 +43,7 @@ pub struct Regular<'a> {
 /// A forecasting model. `fit` learns from history; `observe` brings the state up to date with each new
 /// point without refitting; `forecast` looks ahead from the last point seen.
 pub trait Forecaster: Send {
-    /// The `model` label value: `naive`, `seasonal_naive`, `ets`, `mstl`, `lstm`, …
+    /// The `model` label value: `naive`, `seasonal_naive`, `ets`, `mstl`, `lstm`, `gbdt`, …
     fn name(&self) -> &str;
     /// Fits the model on `history`, replacing anything learnt before.
     fn fit(&mut self, history: Regular<'_>) -> Result<(), ForecastError>;
@@ -61,6 +61,7 @@ pub trait Forecaster: Send {
 pub mod baseline;
 pub mod calibrate;
 pub mod ets;
+pub mod gbdt;
 pub mod linear;
 pub mod lstm;
 pub mod mstl;

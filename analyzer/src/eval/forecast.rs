@@ -1,5 +1,6 @@
 //! `argus eval forecast`: every registered forecaster on one `timestamp,value` series, fitted on the first
-//! 80 % and scored on the last 20 % with a rolling origin at every step.
+//! 80 % and scored on the last 20 % with a rolling origin at every step, at one horizon or several (each
+//! horizon its own models, fits and per-series choice, as if run alone).
 //!
 //! Bookkeeping: models are built and fitted on `values[..split]` only (anything they hold out for bands,
 //! selection or ensemble weights comes out of that slice); from then on they only `observe` each point as
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::forecast::select::{MODELS, ModelConfig, Selected, Selection};
+use crate::forecast::select::{EVAL_MODELS, MODELS, ModelConfig, Selected, Selection};
 use crate::forecast::{Forecaster, Regular};
 
 /// Share of the series that is fitted on; the rest is scored.
@@ -252,7 +253,7 @@ pub fn evaluate(
     })
 }
 
-/// What `argus eval forecast` was asked for.
+/// What `argus eval forecast` was asked for, at one horizon.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub input: PathBuf,
@@ -261,38 +262,141 @@ pub struct Options {
     pub plot: Option<PathBuf>,
 }
 
-/// Runs every model in [`MODELS`] and `selected` on `options.input`; returns the printed report.
-pub fn run(options: &Options) -> Result<String, String> {
-    let series = read_csv(&options.input)?;
-    if options.horizon_ms <= 0 || options.horizon_ms % series.step_ms != 0 {
-        return Err(format!(
-            "horizon of {} ms is not a whole number of the series' {} ms steps",
-            options.horizon_ms, series.step_ms
-        ));
-    }
-    let horizon = (options.horizon_ms / series.step_ms) as usize;
-    let config = ModelConfig { horizon, step_ms: series.step_ms };
-    let mut models: Vec<Box<dyn Forecaster>> = MODELS.iter().map(|(_, build)| build(&config)).collect();
-    let mut selected = Selected::new(config);
-    let mut all: Vec<&mut dyn Forecaster> = models.iter_mut().map(|m| m.as_mut() as &mut dyn Forecaster).collect();
-    all.push(&mut selected);
-    let report = evaluate(&series, horizon, &mut all, "selected")?;
-    drop(all);
-    let selection = selected.selection().clone();
-    if let Some(path) = &options.json {
-        let json = to_json(&report, &selection);
-        std::fs::write(path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    if let Some(path) = &options.plot {
-        super::forecast_plot::draw(path, &report.trajectory)?;
-    }
-    Ok(render(&options.input, horizon, &report, &selection))
+/// One horizon asked for: as the user wrote it (`1h`, the key of its figures in the JSON), and in ms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Horizon {
+    pub label: String,
+    pub ms: i64,
 }
 
-fn to_json(report: &Report, selection: &Selection) -> String {
+/// What `argus eval forecast` was asked for, at one horizon or several.
+#[derive(Debug, Clone)]
+pub struct HorizonsOptions {
+    pub input: PathBuf,
+    pub horizons: Vec<Horizon>,
+    pub json: Option<PathBuf>,
+    /// With several horizons, one PNG each, the horizon's label added to the file name (`plot-1h.png`).
+    pub plot: Option<PathBuf>,
+}
+
+/// One horizon's figures and choice.
+#[derive(Debug, Clone)]
+pub struct HorizonReport {
+    pub label: String,
+    pub steps: usize,
+    pub report: Report,
+    pub selection: Selection,
+}
+
+/// Runs every model in [`MODELS`] and [`EVAL_MODELS`] and `selected` on `options.input` at one horizon;
+/// returns the printed report.
+pub fn run(options: &Options) -> Result<String, String> {
+    let label = humantime::format_duration(std::time::Duration::from_millis(options.horizon_ms.max(0) as u64));
+    run_horizons(&HorizonsOptions {
+        input: options.input.clone(),
+        horizons: vec![Horizon { label: label.to_string(), ms: options.horizon_ms }],
+        json: options.json.clone(),
+        plot: options.plot.clone(),
+    })
+}
+
+/// Runs every model and `selected` on `options.input` at each horizon; returns the printed report.
+pub fn run_horizons(options: &HorizonsOptions) -> Result<String, String> {
+    let series = read_csv(&options.input)?;
+    let mut horizons = Vec::with_capacity(options.horizons.len());
+    for h in &options.horizons {
+        if h.ms <= 0 || h.ms % series.step_ms != 0 {
+            return Err(format!(
+                "horizon {}: {} ms is not a whole number of the series' {} ms steps",
+                h.label, h.ms, series.step_ms
+            ));
+        }
+        if options.horizons.iter().filter(|o| o.label == h.label).count() > 1 {
+            return Err(format!("horizon {} is asked for twice", h.label));
+        }
+        horizons.push((h.label.clone(), (h.ms / series.step_ms) as usize));
+    }
+    if horizons.is_empty() {
+        return Err("no horizon to score".into());
+    }
+    let reports = evaluate_horizons(&series, &horizons, None)?;
+    if let Some(path) = &options.json {
+        std::fs::write(path, to_json(&reports) + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = &options.plot {
+        for r in &reports {
+            let path = if reports.len() == 1 { path.clone() } else { labelled(path, &r.label) };
+            super::forecast_plot::draw(&path, &r.report.trajectory)?;
+        }
+    }
+    let blocks: Vec<String> = reports
+        .iter()
+        .map(|r| {
+            let block = render(&options.input, r.steps, &r.report, &r.selection);
+            if reports.len() == 1 { block } else { format!("## horizon {}\n{block}", r.label) }
+        })
+        .collect();
+    Ok(blocks.join("\n"))
+}
+
+/// Scores every model (the named ones only, with `only`) and the per-series choice at each
+/// `(label, steps)` horizon. Each horizon builds, fits and chooses afresh on the first 80 % only.
+pub fn evaluate_horizons(
+    series: &Series,
+    horizons: &[(String, usize)],
+    only: Option<&[String]>,
+) -> Result<Vec<HorizonReport>, String> {
+    let mut out = Vec::with_capacity(horizons.len());
+    for (label, steps) in horizons {
+        let config = ModelConfig { horizon: *steps, step_ms: series.step_ms };
+        let keep = |name: &str| only.is_none_or(|names| names.iter().any(|n| n == name));
+        let mut models: Vec<Box<dyn Forecaster>> =
+            MODELS.iter().chain(EVAL_MODELS).filter(|(n, _)| keep(n)).map(|(_, build)| build(&config)).collect();
+        let mut selected = match only {
+            Some(names) => Selected::with_models(config, names.to_vec()),
+            None => Selected::new(config),
+        }
+        .with_eval_models();
+        let mut all: Vec<&mut dyn Forecaster> = models.iter_mut().map(|m| m.as_mut() as &mut dyn Forecaster).collect();
+        all.push(&mut selected);
+        let report = evaluate(series, *steps, &mut all, "selected").map_err(|e| format!("horizon {label}: {e}"))?;
+        drop(all);
+        out.push(HorizonReport {
+            label: label.clone(),
+            steps: *steps,
+            report,
+            selection: selected.selection().clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// `path` with `-label` before its extension.
+fn labelled(path: &Path, label: &str) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{label}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{label}"),
+    };
+    path.with_file_name(name)
+}
+
+fn json_value(report: &Report, selection: &Selection) -> serde_json::Value {
     let models: serde_json::Map<String, serde_json::Value> =
         report.models.iter().map(|(name, s)| (name.clone(), serde_json::to_value(s).unwrap_or_default())).collect();
-    let doc = serde_json::json!({ "selected_model": selection.model, "models": models });
+    serde_json::json!({ "selected_model": selection.model, "models": models })
+}
+
+/// One horizon: `{selected_model, models: {NAME: scores}}`; several: that object per horizon under
+/// `horizons.LABEL`.
+fn to_json(reports: &[HorizonReport]) -> String {
+    let doc = if let [one] = reports {
+        json_value(&one.report, &one.selection)
+    } else {
+        let per: serde_json::Map<String, serde_json::Value> =
+            reports.iter().map(|r| (r.label.clone(), json_value(&r.report, &r.selection))).collect();
+        serde_json::json!({ "horizons": per })
+    };
     serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 
@@ -447,15 +551,127 @@ mod tests {
             m.fit(Regular { values: &s.values[..split], ..s.regular() }).unwrap();
             m.forecast(6).unwrap()
         };
-        for (name, build) in MODELS {
+        for (name, build) in MODELS.iter().chain(EVAL_MODELS) {
             let a = fit(&clean, &|| build(&config));
             let b = fit(&marked, &|| build(&config));
             assert_eq!(a, b, "{name}");
             assert!(b.upper.iter().all(|v| *v < 1e6), "{name} saw the marker");
         }
-        let a = fit(&clean, &|| Box::new(Selected::new(config)));
-        let b = fit(&marked, &|| Box::new(Selected::new(config)));
+        let a = fit(&clean, &|| Box::new(Selected::new(config).with_eval_models()));
+        let b = fit(&marked, &|| Box::new(Selected::new(config).with_eval_models()));
         assert_eq!(a, b);
         assert!(b.upper.iter().all(|v| *v < 1e6));
+    }
+
+    fn report_of(names: &[&str]) -> Report {
+        let models = names.iter().map(|n| (n.to_string(), Scores { mape: 0.5, ..Scores::default() })).collect();
+        Report { split: 0, origins: 0, zero_actuals: 0, naive_scale: 1.0, models, trajectory: Vec::new() }
+    }
+
+    fn horizon_report(label: &str, selected: &str) -> HorizonReport {
+        HorizonReport {
+            label: label.into(),
+            steps: 1,
+            report: report_of(&["naive", "gbdt", "selected"]),
+            selection: Selection { model: selected.into(), ..Selection::default() },
+        }
+    }
+
+    /// The object's keys, and those of every object in it, as `path: keys` lines.
+    fn shape(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        if let serde_json::Value::Object(map) = value {
+            out.push(format!("{path}: {}", map.keys().cloned().collect::<Vec<_>>().join(" ")));
+            for (k, v) in map {
+                shape(v, &format!("{path}.{k}"), out);
+            }
+        }
+    }
+
+    fn json_shape(reports: &[HorizonReport]) -> String {
+        let value: serde_json::Value = serde_json::from_str(&to_json(reports)).unwrap();
+        let mut lines = Vec::new();
+        shape(&value, "", &mut lines);
+        lines.join("\n")
+    }
+
+    #[test]
+    fn one_horizon_keeps_the_single_horizon_json() {
+        expect_test::expect![[r#"
+            : models selected_model
+            .models: gbdt naive selected
+            .models.gbdt: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .models.naive: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .models.selected: coverage_80 mape mase pinball rel_mae smape within_8pct"#]]
+        .assert_eq(&json_shape(&[horizon_report("15m", "naive")]));
+        let value: serde_json::Value = serde_json::from_str(&to_json(&[horizon_report("15m", "naive")])).unwrap();
+        assert_eq!(value["selected_model"], "naive");
+        assert_eq!(value["models"]["gbdt"]["mape"], 0.5);
+    }
+
+    #[test]
+    fn several_horizons_nest_one_object_each_under_their_labels() {
+        let reports = [horizon_report("15m", "naive"), horizon_report("1h", "gbdt"), horizon_report("6h", "ensemble")];
+        expect_test::expect![[r#"
+            : horizons
+            .horizons: 15m 1h 6h
+            .horizons.15m: models selected_model
+            .horizons.15m.models: gbdt naive selected
+            .horizons.15m.models.gbdt: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .horizons.15m.models.naive: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .horizons.15m.models.selected: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .horizons.1h: models selected_model
+            .horizons.1h.models: gbdt naive selected
+            .horizons.1h.models.gbdt: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .horizons.1h.models.naive: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .horizons.1h.models.selected: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .horizons.6h: models selected_model
+            .horizons.6h.models: gbdt naive selected
+            .horizons.6h.models.gbdt: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .horizons.6h.models.naive: coverage_80 mape mase pinball rel_mae smape within_8pct
+            .horizons.6h.models.selected: coverage_80 mape mase pinball rel_mae smape within_8pct"#]]
+        .assert_eq(&json_shape(&reports));
+        let value: serde_json::Value = serde_json::from_str(&to_json(&reports)).unwrap();
+        assert_eq!(value["horizons"]["1h"]["selected_model"], "gbdt");
+        assert_eq!(value["horizons"]["6h"]["selected_model"], "ensemble");
+        assert_eq!(labelled(Path::new("out/plot.png"), "1h"), Path::new("out/plot-1h.png"));
+    }
+
+    /// Ten-minute steps, 40 days: a daily swing with weekly weight and noise from a fixed generator.
+    fn seasonal_series() -> Series {
+        let day = 144;
+        let mut state = 7u64;
+        let values = (0..40 * day)
+            .map(|i| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                let noise = ((state >> 33) as f64 / (1u64 << 31) as f64 - 0.5) * 8.0;
+                let phase = 2.0 * std::f64::consts::PI * (i % day) as f64 / day as f64;
+                let weekday = if (i / day) % 7 < 5 { 1.0 } else { 0.5 };
+                200.0 + 60.0 * weekday * phase.sin() + noise
+            })
+            .collect();
+        Series { start_ms: 1_588_550_400_000, step_ms: 600_000, values }
+    }
+
+    #[test]
+    fn each_horizon_chooses_on_the_fitted_part_only() {
+        let clean = seasonal_series();
+        let split = (clean.values.len() as f64 * FIT_SHARE) as usize;
+        let mut changed = clean.clone();
+        for (i, v) in changed.values[split..].iter_mut().enumerate() {
+            *v = 3.0 * *v + (i % 17) as f64 * 25.0;
+        }
+        let horizons = [("1h".to_string(), 6), ("6h".to_string(), 36)];
+        let only: Vec<String> = ["naive", "seasonal_naive", "linear", "gbdt"].map(String::from).to_vec();
+        let a = evaluate_horizons(&clean, &horizons, Some(&only)).unwrap();
+        let b = evaluate_horizons(&changed, &horizons, Some(&only)).unwrap();
+        for (a, b) in a.iter().zip(&b) {
+            assert_eq!(a.selection, b.selection, "horizon {}", a.label);
+            assert_eq!(a.selection.candidates.len(), 4, "horizon {}: every candidate fitted", a.label);
+            // The scored part did change what the models were scored on.
+            assert_ne!(a.report.models[0].1.mape, b.report.models[0].1.mape);
+        }
+        assert_eq!((a[0].steps, a[1].steps), (6, 36));
+        // Each horizon chose for its own steps: the backtests differ.
+        assert_ne!(a[0].selection.backtest_mae, a[1].selection.backtest_mae);
     }
 }

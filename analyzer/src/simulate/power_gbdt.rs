@@ -20,11 +20,9 @@
 
 use super::demand::{DAY_STEPS, STEP_MS};
 use chrono::{DateTime, Datelike, Timelike};
-use forust_ml::gradientbooster::GrowPolicy;
 use forust_ml::metric::Metric;
-use forust_ml::objective::ObjectiveType;
 use forust_ml::sampler::SampleMethod;
-use forust_ml::{GradientBooster, Matrix};
+use forust_ml::Matrix;
 
 /// Features per row.
 pub const FEATURES: usize = 16;
@@ -93,24 +91,12 @@ pub fn fit_predict(
     };
     let (x_train, x_valid) = (rows(0..split), rows(split..history.len()));
     let weights = vec![1.0; history.len()];
-    let mut model = GradientBooster::default()
-        .set_objective_type(ObjectiveType::SquaredLoss)
+    let mut model = crate::forecast::gbdt::booster()
         .set_iterations(10_000)
-        .set_learning_rate(0.1)
-        .set_max_depth(usize::MAX)
-        .set_max_leaves(31)
-        .set_min_leaf_weight(20.0)
-        .set_l2(0.0)
-        .set_nbins(256)
-        .set_initialize_base_score(true)
         .set_sample_method(SampleMethod::Random)
         .set_subsample(0.85)
-        .set_seed(0)
-        .set_parallel(false)
-        .set_num_threads(Some(1))
         .set_evaluation_metric(Some(Metric::RootMeanSquaredError))
         .set_early_stopping_rounds(Some(200));
-    model.grow_policy = GrowPolicy::LossGuide;
     let valid = (Matrix::new(&x_valid, history.len() - split, FEATURES), &history[split..], &weights[split..]);
     model
         .fit(&Matrix::new(&x_train, split, FEATURES), &history[..split], &weights[..split], Some(vec![valid]))
