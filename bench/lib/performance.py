@@ -519,6 +519,36 @@ def s_retention_size(d):
     ]
 
 
+# === Section: argus eval pages (false pages and caught faults) ===
+
+def s_pages(d):
+    """False pages and fault recall of `argus eval pages`, per data set, per fault kind, and where the faults
+    not caught in time were lost (the record's `diagnosis`)."""
+    rows = [
+        ("**false pages per 1,000 series-days**", f"**{num(d['pages_per_1000_series_days'])}** "
+                                                  f"({d['pages_outside_faults']} in {num(d['series_days'])} series-days)"),
+        ("**faults notified within 5 min**", f"**{pct(d['fault_recall'])}** ({d['faults_notified_5m']} of "
+                                             f"{d['faults']}; notified at all {d['faults_notified']})"),
+        ("median time to notification, s", num(d.get("median_detect_seconds"))),
+    ]
+    for name, s in sorted(d.get("data_sets", {}).items()):
+        rows.append((f"{name}: series, false pages / 1,000 series-days, recall, run time s",
+                     f"{s['series']}, {num(s['pages_per_1000_series_days'])}, {pct(s['fault_recall'])}, "
+                     f"{num(s.get('seconds'))}"))
+    diag = d.get("diagnosis") or {}
+    for kind, f in sorted((diag.get("by_kind") or {}).items()):
+        lost = ", ".join(f"{k} {v}" for k, v in sorted(f.get("outcome", {}).items()) if k != "caught")
+        rows.append((f"{kind}: faults → scored → alert posted → notified (within 5 min)",
+                     f"{f['faults']} → {f['scored_anomalous']} ({f['scored_anomalous_5m']}) → {f['alert_posted']} "
+                     f"({f['alert_posted_5m']}) → {f['notified']} ({f['notified_5m']}); lost: {lost or '–'}"))
+    fp = diag.get("false_pages") or {}
+    if fp:
+        by = lambda m: ", ".join(f"{k} {v}" for k, v in sorted(m.items())) or "–"  # noqa: E731
+        rows.append(("false pages by rule; by detector", f"{by(fp.get('by_rule', {}))}; {by(fp.get('by_detector', {}))}"))
+    rows.append(("run time, s", num(d["seconds"])))
+    return rows
+
+
 # === Kinds ===
 
 @dataclass
@@ -704,6 +734,7 @@ KINDS = {
         "python3 bench/retention_size.py --argus-bin target/release/argus",
         "stays under the bound while writing and once written; newest data queryable; no acknowledged sample "
         "younger than the drop boundary lost", s_retention_size),
+    "pages": Kind("False pages and caught faults, shipped defaults", "Analyzer", "`argus eval pages`: GenAI, Helios and SMD telemetry with synthetic faults (seed 1) through the default analyzer rules and config/alertd.yml in virtual time; false pages per 1,000 series-days, faults notified within 5 minutes, and where the rest were lost (docs/eval-pages.md).", "bench/pages.sh", "≤ 1 false page per 1,000 series-days with ≥ 90 % of faults notified within 5 minutes", s_pages),
 }
 # Runs of one benchmark under another file prefix (the same measurement with other parameters).
 ALIASES = {

@@ -4,9 +4,12 @@
 //! configuration in virtual time — with synthetic faults injected at known times (docs/eval-pages.md).
 
 mod data;
+mod diagnose;
 mod faults;
+mod notify;
 mod pipeline;
 mod score;
+mod tap;
 #[cfg(test)]
 mod tests;
 
@@ -37,6 +40,10 @@ pub struct Args {
     /// alertd configuration to replay through instead of the shipped config/alertd.yml.
     #[arg(long, value_name = "FILE")]
     alertd_config: Option<PathBuf>,
+    /// `[analyzer]` settings (TOML, as in argus.toml) to run instead of the defaults; `interval`
+    /// defaults to the data's one-minute step.
+    #[arg(long, value_name = "FILE")]
+    analyzer_config: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -46,7 +53,10 @@ pub fn run(args: Args) -> Result<()> {
         Some(path) => argus_alertd::config::load(path)?,
         None => argus_alertd::config::parse(ALERTD_CONFIG, "built-in config/alertd.yml")?,
     };
-    let report = evaluate(&args.data, &names, args.days, &alertd)?;
+    let report = match &args.analyzer_config {
+        Some(path) => evaluate_with(&args.data, &names, args.days, &alertd, analyzer_settings(path)?)?,
+        None => evaluate(&args.data, &names, args.days, &alertd)?,
+    };
     print!("{}", report.text());
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report.json())? + "\n";
@@ -78,6 +88,7 @@ impl Report {
         v["data_sets"] = sets.into();
         v["skipped"] = self.skipped.clone().into();
         v["seed"] = Spec::default().seed.into();
+        v["date"] = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().into();
         v["seconds"] = self.seconds.into();
         v
     }
@@ -108,6 +119,7 @@ impl Report {
             out.push_str(&format!(" {k} {}/{}", f.notified_5m, f.faults));
         }
         out.push('\n');
+        out.push_str(&diagnosis_text(&self.total.diagnosis));
         for s in &self.skipped {
             out.push_str(&format!("skipped {s}: its files are not under the data folder\n"));
         }
@@ -115,12 +127,72 @@ impl Report {
     }
 }
 
-/// Runs every data set of `names` found under `dir`.
+/// The `[analyzer]` table of `path` (a whole argus.toml, or the table's contents alone).
+fn analyzer_settings(path: &Path) -> Result<argus_analyzer::runtime::Config> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut value: toml::Table = toml::from_str(&text).with_context(|| format!("{}: not TOML", path.display()))?;
+    let table = match value.remove("analyzer") {
+        Some(toml::Value::Table(t)) => t,
+        Some(_) => bail!("{}: [analyzer] is not a table", path.display()),
+        None => value,
+    };
+    toml::Value::Table(table).try_into().with_context(|| format!("{}: [analyzer]", path.display()))
+}
+
+/// The diagnosis as a table: each kind's faults through the stages, where those not caught in time were
+/// lost, and what raised the false pages.
+fn diagnosis_text(d: &diagnose::Diagnosis) -> String {
+    let mut out = String::from("kind      faults  scored  scored5m  posted  posted5m  notified  notif5m  lost at\n");
+    for (k, f) in &d.by_kind {
+        let lost: Vec<String> =
+            f.outcome.iter().filter(|(o, _)| *o != "caught").map(|(o, n)| format!("{o} {n}")).collect();
+        out.push_str(&format!(
+            "{k:<9} {:>6} {:>7} {:>9} {:>7} {:>9} {:>9} {:>8}  {}\n",
+            f.faults,
+            f.scored_anomalous,
+            f.scored_anomalous_5m,
+            f.alert_posted,
+            f.alert_posted_5m,
+            f.notified,
+            f.notified_5m,
+            lost.join(", ")
+        ));
+    }
+    let fp = &d.false_pages;
+    let list = |m: &std::collections::BTreeMap<String, usize>| {
+        m.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
+    };
+    out.push_str(&format!(
+        "false pages {}: by rule {}; by detector {}\n",
+        fp.pages,
+        list(&fp.by_rule),
+        list(&fp.by_detector)
+    ));
+    out
+}
+
+/// Runs every data set of `names` found under `dir` through the default analyzer.
 pub fn evaluate(dir: &Path, names: &[String], days: Option<f64>, alertd: &argus_alertd::Config) -> Result<Report> {
+    evaluate_with(dir, names, days, alertd, argus_analyzer::runtime::Config::default())
+}
+
+/// Runs every data set of `names` found under `dir` through the analyzer `settings` describe (its
+/// interval the data's step unless they set one).
+pub fn evaluate_with(
+    dir: &Path,
+    names: &[String],
+    days: Option<f64>,
+    alertd: &argus_alertd::Config,
+    mut settings: argus_analyzer::runtime::Config,
+) -> Result<Report> {
     let started = Instant::now();
-    let analyzer = argus_analyzer::runtime::Config { interval: Some("60s".into()), ..Default::default() }
-        .validate()
-        .map_err(|e| anyhow!("the default analyzer settings: {e}"))?;
+    settings.interval.get_or_insert_with(|| "60s".into());
+    let mut analyzer = settings.validate().map_err(|e| anyhow!("the analyzer settings: {e}"))?;
+    // Forecasting (by default of `sum by (cluster) (gpu_utilization_ratio)`, a model trained per
+    // cluster) posts no alert, and `argus serve` runs it on a task of its own; ticked here with the
+    // rules it was nearly all of a GPU data set's time.
+    analyzer.forecasts.clear();
+    analyzer.pools.clear();
     let mut report = Report { sets: Vec::new(), total: Figures::default(), skipped: Vec::new(), seconds: 0.0 };
     for name in names {
         let Some(mut set) = data::load(dir, name)? else {
@@ -153,10 +225,20 @@ fn run_set(
     }
     shift_before_now(&mut set);
     let plan = faults::plan(&Spec::default(), &set, analyzer.warmup.as_millis() as i64);
+    run_faults(set, &plan.faults, analyzer, alertd)
+}
+
+/// One data set (shifted before now) with `faults` applied, through the pipeline, scored and
+/// diagnosed.
+fn run_faults(
+    mut set: DataSet,
+    faults: &[faults::Fault],
+    analyzer: &argus_analyzer::runtime::Valid,
+    alertd: argus_alertd::Config,
+) -> Result<Figures> {
     let clean = set.clone();
-    faults::apply(&mut set, &plan.faults);
-    let unchanged: Vec<bool> = plan
-        .faults
+    faults::apply(&mut set, faults);
+    let unchanged: Vec<bool> = faults
         .iter()
         .map(|f| {
             let range = |s: &DataSet| -> Vec<f64> {
@@ -169,9 +251,39 @@ fn run_set(
     let outcome = pipeline::run(&set, analyzer, alertd, &scratch.0)?;
     let series_days = outcome.live_points.iter().sum::<usize>() as f64 * set.step as f64 / faults::DAY as f64;
     let live = outcome.live_points.iter().filter(|&&n| n > 0).count();
-    let mut figures = score::score(live, series_days, &outcome.pages, &plan.faults, &unchanged);
+    let mut figures = score::score(live, series_days, &outcome.pages, faults, &unchanged);
     figures.analyzer_alerts = outcome.alerts_posted;
     figures.steps = outcome.ticks;
+    figures.stage_seconds = outcome.seconds;
+    // The rule that watches each series: the default rules select one metric each.
+    let rule_of = |s: &data::Input| analyzer.rules.iter().find(|r| Some(r.query.as_str()) == s.labels.metric_name());
+    let direction: Vec<_> = set
+        .series
+        .iter()
+        .map(|s| rule_of(s).map_or(argus_analyzer::detect::Direction::Both, |r| r.direction))
+        .collect();
+    let detectors: Vec<Vec<String>> = set
+        .series
+        .iter()
+        .map(|s| {
+            rule_of(s).map_or(Vec::new(), |r| {
+                r.univariate.iter().cloned().chain(r.peer.as_ref().map(|_| "peer".to_string())).collect()
+            })
+        })
+        .collect();
+    let names: Vec<String> = set.series.iter().map(|s| s.labels.without_name().to_string()).collect();
+    figures.diagnosis = diagnose::diagnose(&diagnose::Run {
+        faults,
+        unchanged: &unchanged,
+        direction: &direction,
+        detectors: &detectors,
+        names: &names,
+        scores: &outcome.scores,
+        posted: &outcome.posted,
+        pages: &outcome.pages,
+        held: &outcome.held,
+        truncated: outcome.truncated,
+    });
     Ok(figures)
 }
 

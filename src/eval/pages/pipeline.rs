@@ -4,16 +4,21 @@
 //! time (`argus_alertd::replay`, as `argus alertd replay` does).
 
 use super::data::DataSet;
+use super::diagnose::Posted;
+use super::notify::{self, Held, SeriesIndex};
+use super::tap::{Scores, Tap};
 use anyhow::{Context, Result, anyhow};
+use argus_alertd::alert::Fingerprint;
 use argus_analyzer::runtime::{Alert, AlertOut, Analyzer, Metrics, Valid};
+use argus_model::Labels;
 use argus_store::backend::{BoxFuture, Embedded, StoreBackend};
 use argus_store::query::QueryLimits;
 use argus_store::remote_write::WriteSeries;
 use argus_store::{Db, Options, WalSync};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A notification, with the series of each firing alert in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +26,17 @@ pub struct Page {
     pub at: i64,
     /// (series index, the alert's `startsAt` in ms) of each firing alert that names one of the set's series.
     pub alerts: Vec<(usize, i64)>,
+    /// The newest of those alerts: the one whose start made the notification news.
+    pub trigger: Option<Trigger>,
+}
+
+/// The alert that set off a notification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trigger {
+    pub series: usize,
+    /// Its `analyzer_rule` and `detector` labels.
+    pub rule: String,
+    pub detector: String,
 }
 
 /// What one data set's run produced.
@@ -32,6 +48,24 @@ pub struct Outcome {
     pub ticks: usize,
     /// Points the analyzer judged live (after its warm-up), by series.
     pub live_points: Vec<usize>,
+    /// The detectors' scores, by series and step.
+    pub scores: Scores,
+    /// Every alert the analyzer posted that names one of the set's series, in time order.
+    pub posted: Vec<Posted>,
+    /// alertd's holds, by alert.
+    pub held: HashMap<Fingerprint, Vec<Held>>,
+    /// Notifications that left alerts out.
+    pub truncated: usize,
+    /// Seconds spent writing the data, in the analyzer, and in alertd.
+    pub seconds: Stages,
+}
+
+/// Where a run's time went.
+#[derive(Debug, Default, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Stages {
+    pub write: f64,
+    pub analyzer: f64,
+    pub alertd: f64,
 }
 
 /// The alerts the analyzer posts, by the step that posted them.
@@ -58,16 +92,64 @@ pub fn run(set: &DataSet, analyzer: &Valid, alertd: argus_alertd::Config, scratc
     opts.retention = Duration::from_secs(100 * 365 * 24 * 3600);
     opts.wal_sync = WalSync::Never;
     let db = Arc::new(Db::open(opts).map_err(|e| anyhow!("opening the store in {}: {e}", scratch.display()))?);
-    let backend: Arc<dyn StoreBackend> = Arc::new(Embedded::new(db, QueryLimits::default()));
-    let (timeline, ticks, live_points) = rt.block_on(analyze(set, analyzer, backend))?;
+    let tap = Arc::new(Tap::new(Arc::new(Embedded::new(db, QueryLimits::default())), set));
+    let mut seconds = Stages::default();
+    let (timeline, ticks, live_points) = rt.block_on(analyze(set, analyzer, tap.clone(), &mut seconds))?;
     let alerts_posted = timeline.iter().map(|(_, a)| a.len()).sum();
-    let pages = notify(set, alertd, &timeline)?;
-    Ok(Outcome { pages, alerts_posted, ticks, live_points })
+    let started = Instant::now();
+    let notified = notify::notify(set, alertd, &timeline)?;
+    seconds.alertd = started.elapsed().as_secs_f64();
+    let posted = posted(set, &timeline);
+    Ok(Outcome {
+        pages: notified.pages,
+        alerts_posted,
+        ticks,
+        live_points,
+        scores: tap.scores(),
+        posted,
+        held: notified.held,
+        truncated: notified.truncated,
+        seconds,
+    })
+}
+
+/// The analyzer's alerts that name the set's series, as the diagnosis reads them.
+fn posted(set: &DataSet, timeline: &Timeline) -> Vec<Posted> {
+    let index = SeriesIndex::new(set);
+    let time = |s: &str| argus_alertd::Timestamp::parse_rfc3339(s).ok().map(|t| t.millis());
+    let mut out = Vec::new();
+    for (at, alerts) in timeline {
+        for a in alerts {
+            let (Some(series), Some(starts_at), Some(ends_at)) =
+                (index.find(&a.labels), time(&a.starts_at), time(&a.ends_at))
+            else {
+                continue;
+            };
+            let labels = Labels::from_pairs(a.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            let label = |n: &str| a.labels.get(n).cloned().unwrap_or_default();
+            out.push(Posted {
+                at: *at,
+                series,
+                starts_at,
+                resolved: ends_at <= *at,
+                fingerprint: argus_alertd::alert::fingerprint(&labels),
+                rule: label("analyzer_rule"),
+                detector: label("detector"),
+            });
+        }
+    }
+    out
 }
 
 type Timeline = Vec<(i64, Vec<Alert>)>;
 
-async fn analyze(set: &DataSet, cfg: &Valid, backend: Arc<dyn StoreBackend>) -> Result<(Timeline, usize, Vec<usize>)> {
+async fn analyze(
+    set: &DataSet,
+    cfg: &Valid,
+    backend: Arc<Tap>,
+    seconds: &mut Stages,
+) -> Result<(Timeline, usize, Vec<usize>)> {
+    let started = Instant::now();
     let mut batch = Vec::new();
     let mut points = 0;
     for s in &set.series {
@@ -79,6 +161,8 @@ async fn analyze(set: &DataSet, cfg: &Valid, backend: Arc<dyn StoreBackend>) -> 
         }
     }
     backend.write(batch).await.map_err(|e| anyhow!("writing {}: {e}", set.name))?;
+    seconds.write = started.elapsed().as_secs_f64();
+    let started = Instant::now();
     let (Some(first), Some(last)) = (set.first(), set.last()) else { return Ok((Vec::new(), 0, Vec::new())) };
     let step = set.step;
     // The analyzer's first evaluation warms on `warmup` of history; it alerts from then on.
@@ -97,73 +181,7 @@ async fn analyze(set: &DataSet, cfg: &Valid, backend: Arc<dyn StoreBackend>) -> 
         }
         t += step;
     }
+    seconds.analyzer = started.elapsed().as_secs_f64();
     let live = set.series.iter().map(|s| s.samples.iter().filter(|p| p.t >= from).count()).collect();
     Ok((timeline, ticks, live))
-}
-
-/// The analyzer's alerts through alertd's replay; each notification's firing alerts mapped back to
-/// the series they name.
-fn notify(set: &DataSet, cfg: argus_alertd::Config, timeline: &Timeline) -> Result<Vec<Page>> {
-    let mut input = Vec::new();
-    for (t, alerts) in timeline {
-        let line = serde_json::json!({ "at": rfc3339(*t), "alerts": alerts });
-        serde_json::to_writer(&mut input, &line)?;
-        input.push(b'\n');
-    }
-    let mut output = Vec::new();
-    argus_alertd::replay::replay(cfg, &input[..], &mut output).with_context(|| format!("replaying {}", set.name))?;
-    // Series by the labels they share with their alerts (an alert carries the series' labels but the
-    // name, plus its own).
-    let names: Vec<String> = set
-        .series
-        .iter()
-        .flat_map(|s| s.labels.without_name().iter().map(|l| l.name.clone()).collect::<Vec<_>>())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let key = |get: &dyn Fn(&str) -> Option<String>| -> Vec<Option<String>> {
-        std::iter::once(get("__metric__")).chain(names.iter().map(|n| get(n))).collect()
-    };
-    let by_key: HashMap<Vec<Option<String>>, usize> = set
-        .series
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let get = |n: &str| match n {
-                "__metric__" => s.labels.metric_name().map(str::to_string),
-                n => s.labels.get(n).map(str::to_string),
-            };
-            (key(&get), i)
-        })
-        .collect();
-    let mut pages = Vec::new();
-    for (n, line) in output.split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
-        let bad = |what: &str| anyhow!("{}: replay output line {}: {what}", set.name, n + 1);
-        let v: serde_json::Value = serde_json::from_slice(line)?;
-        let at = time(&v["at"]).ok_or_else(|| bad("no time"))?;
-        let mut page = Page { at, alerts: Vec::new() };
-        for a in v["payload"]["alerts"].as_array().ok_or_else(|| bad("no alerts"))? {
-            if a["status"] != "firing" {
-                continue;
-            }
-            let labels: BTreeMap<String, String> = serde_json::from_value(a["labels"].clone())?;
-            let get = |n: &str| match n {
-                "__metric__" => labels.get("metric").cloned(),
-                n => labels.get(n).cloned(),
-            };
-            if let Some(&i) = by_key.get(&key(&get)) {
-                page.alerts.push((i, time(&a["startsAt"]).ok_or_else(|| bad("an alert without startsAt"))?));
-            }
-        }
-        pages.push(page);
-    }
-    Ok(pages)
-}
-
-fn rfc3339(ms: i64) -> String {
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)).to_string()
-}
-
-fn time(v: &serde_json::Value) -> Option<i64> {
-    argus_alertd::Timestamp::parse_rfc3339(v.as_str()?).ok().map(|t| t.millis())
 }

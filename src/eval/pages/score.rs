@@ -1,8 +1,9 @@
 //! Notifications against the injected faults: which belong to a fault, which are false pages, and how
 //! soon each fault was notified.
 
+use super::diagnose::Diagnosis;
 use super::faults::{Fault, GRACE, KINDS};
-use super::pipeline::Page;
+use super::pipeline::{Page, Stages};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -30,6 +31,10 @@ pub struct Figures {
     #[serde(skip)]
     pub detect_seconds: Vec<f64>,
     pub by_kind: BTreeMap<&'static str, KindFigures>,
+    /// Where each fault was lost and what raised the false pages.
+    pub diagnosis: Diagnosis,
+    /// Seconds spent writing the data, in the analyzer and in alertd.
+    pub stage_seconds: Stages,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Serialize)]
@@ -75,6 +80,10 @@ impl Figures {
             e.faults += f.faults;
             e.notified_5m += f.notified_5m;
         }
+        self.diagnosis.add(&o.diagnosis);
+        self.stage_seconds.write += o.stage_seconds.write;
+        self.stage_seconds.analyzer += o.stage_seconds.analyzer;
+        self.stage_seconds.alertd += o.stage_seconds.alertd;
     }
 
     pub fn json(&self) -> serde_json::Value {

@@ -183,12 +183,12 @@ fn pages_are_scored_against_faults() {
     let g =
         Fault { series: 1, kind: Kind::Spike, start: 2_000 * MIN, last: 2_000 * MIN, day_sd: 1.0, from_peers: false };
     let pages = vec![
-        Page { at: 900 * MIN, alerts: vec![(0, 899 * MIN)] }, // before: false
-        Page { at: 1_004 * MIN, alerts: vec![(0, 1_003 * MIN)] }, // f, 4 min
-        Page { at: 1_070 * MIN, alerts: vec![(0, 1_063 * MIN), (1, 10)] }, // f's end: not false
-        Page { at: 2_007 * MIN, alerts: vec![(1, 2_001 * MIN)] }, // g, 7 min: late
-        Page { at: 3_000 * MIN, alerts: vec![(1, 2_010 * MIN)] }, // after g's grace: false
-        Page { at: 3_100 * MIN, alerts: vec![] },             // someone else's: false
+        Page { at: 900 * MIN, alerts: vec![(0, 899 * MIN)], trigger: None }, // before: false
+        Page { at: 1_004 * MIN, alerts: vec![(0, 1_003 * MIN)], trigger: None }, // f, 4 min
+        Page { at: 1_070 * MIN, alerts: vec![(0, 1_063 * MIN), (1, 10)], trigger: None }, // f's end: not false
+        Page { at: 2_007 * MIN, alerts: vec![(1, 2_001 * MIN)], trigger: None }, // g, 7 min: late
+        Page { at: 3_000 * MIN, alerts: vec![(1, 2_010 * MIN)], trigger: None }, // after g's grace: false
+        Page { at: 3_100 * MIN, alerts: vec![], trigger: None },             // someone else's: false
     ];
     let s = score::score(2, 4.0, &pages, &[f, g], &[false, true]);
     assert_eq!((s.notifications, s.pages_outside_faults), (6, 3));
@@ -198,4 +198,136 @@ fn pages_are_scored_against_faults() {
     assert_eq!(s.median_detect_seconds(), Some(330.0));
     assert_eq!(s.by_kind["step"].notified_5m, 1);
     assert_eq!(s.by_kind["spike"].notified_5m, 0);
+}
+
+/// A gauge series of `metric` under `labels`, the fixture's smooth daily cycle.
+fn gauge(metric: &str, labels: &[(&str, &str)], days: f64, seed: u64) -> Input {
+    let mut l = Labels::from_pairs(labels.iter().copied());
+    l.set(argus_model::METRIC_NAME, metric);
+    Input { labels: l, samples: series(days, MIN, seed), group: None }
+}
+
+/// Three known faults through the default analyzer and alertd, each lost (or caught) where it must be:
+/// a rise on a host series (watched both ways) is scored, alerted and notified within five minutes; the
+/// same rise on a GPU's utilisation (watched for drops only) is never scored; a step on a flat series
+/// changes nothing.
+#[test]
+fn the_diagnosis_follows_known_faults_to_where_they_are_lost() {
+    let mut flat = gauge("host_cpu_busy_ratio", &[("cluster", "test"), ("host", "flat")], 1.2, 3);
+    flat.samples.iter_mut().for_each(|p| p.v = 0.25);
+    let mut s = set(
+        vec![
+            gauge("host_cpu_busy_ratio", &[("cluster", "test"), ("host", "node-1")], 1.2, 7),
+            gauge("gpu_utilization_ratio", &[("cluster", "test"), ("host", "gpu-1"), ("gpu", "0")], 1.2, 7),
+            flat,
+        ],
+        MIN,
+    );
+    super::shift_before_now(&mut s);
+    let first = s.series[0].samples[0].t;
+    let day_sd =
+        |i: usize| faults::sd(s.series[i].samples.iter().filter(|p| p.t >= first + 2 * 3_600_000).map(|p| p.v));
+    let step = |series: usize, hours: i64| {
+        let start = first + hours * 3_600_000;
+        Fault { series, kind: Kind::Step, start, last: start + 59 * MIN, day_sd: day_sd(series), from_peers: false }
+    };
+    let planted = [step(0, 20), step(1, 20), step(2, 16)];
+    let figures = super::run_faults(s, &planted, &analyzer(), alertd()).unwrap();
+    let d = &figures.diagnosis;
+    let f = &d.by_kind["step"];
+    assert_eq!(f.faults, 3);
+    assert_eq!((f.scored_anomalous_5m, f.alert_posted_5m, f.notified_5m), (1, 1, 1), "{f:?}");
+    let outcome: Vec<(&str, usize)> = f.outcome.iter().map(|(k, &n)| (k.as_str(), n)).collect();
+    assert_eq!(outcome, vec![("caught", 1), ("no_change", 1), ("unwatched_side", 1)], "{f:?}");
+    assert_eq!(f.scored_by.get("threshold"), Some(&1), "{f:?}");
+    assert_eq!(f.scored_by.get("peer"), Some(&0), "the GPU rule's peers are counted, and saw nothing: {f:?}");
+    for k in ["spike", "drift", "stuck", "gpu_drop"] {
+        assert_eq!(d.by_kind[k].faults, 0);
+    }
+    assert_eq!(d.false_pages.pages, figures.pages_outside_faults);
+    assert_eq!(figures.faults_notified_5m, 1);
+}
+
+/// The stages after the detectors, on a run made by hand: an alert that began before the fault, one
+/// scored too briefly to alert, one held by flap suppression at the five-minute mark, one posted and
+/// never sent; and false pages counted by the rule, detector and series of the alert that set them off.
+#[test]
+fn the_diagnosis_names_the_stage_and_the_hold() {
+    use super::diagnose::{Posted, Run, diagnose};
+    use super::notify::Held;
+    use super::pipeline::{Page, Trigger};
+    use argus_alertd::alert::Fingerprint;
+    let s = set((0..5).map(|i| host_series(&format!("h{i}"), "m0", 1.0, MIN, i)).collect(), MIN);
+    let t0 = s.series[0].samples[0].t;
+    let at = |m: i64| t0 + m * MIN;
+    let fault = |series, start| Fault {
+        series,
+        kind: Kind::Stuck,
+        start: at(start),
+        last: at(start + 29),
+        day_sd: 1.0,
+        from_peers: false,
+    };
+    let faults = [fault(0, 600), fault(1, 600), fault(2, 600), fault(3, 600), fault(4, 600)];
+    let mut scores = super::tap::Scores::new(&s);
+    for series in 0..5 {
+        scores.put(series, super::diagnose::ENSEMBLE, at(601), 1.5);
+    }
+    let post = |series, m: i64, starts: i64, resolved: bool| Posted {
+        at: at(m),
+        series,
+        starts_at: at(starts),
+        resolved,
+        fingerprint: Fingerprint(series as u64),
+        rule: "host_cpu".into(),
+        detector: "threshold".into(),
+    };
+    let posted = vec![
+        post(0, 500, 500, false), // series 0 fires from before its fault
+        post(0, 599, 500, false),
+        post(2, 602, 602, false), // series 2's alert, held by flap suppression
+        post(3, 602, 602, false), // series 3's alert, waiting for its group, then not sent
+        post(4, 603, 603, false), // series 4's alert, held by nothing and never sent
+        post(1, 700, 700, false), // series 1: long after its fault, a false page
+    ];
+    let mut held = std::collections::HashMap::new();
+    held.insert(Fingerprint(2), vec![Held { reason: "flapping".into(), since: at(602), ended: None }]);
+    held.insert(
+        Fingerprint(3),
+        vec![Held { reason: "grouped:group_wait".into(), since: at(602), ended: Some(at(603)) }],
+    );
+    let trigger = |series| Some(Trigger { series, rule: "host_cpu".into(), detector: "threshold".into() });
+    let pages = vec![
+        Page { at: at(500), alerts: vec![(0, at(500))], trigger: trigger(0) },
+        Page { at: at(700), alerts: vec![(1, at(700))], trigger: trigger(1) },
+    ];
+    let names: Vec<String> = (0..5).map(|i| format!("h{i}")).collect();
+    let d = diagnose(&Run {
+        faults: &faults,
+        unchanged: &[false; 5],
+        direction: &[argus_analyzer::detect::Direction::Both; 5],
+        detectors: &vec![vec!["threshold".to_string()]; 5],
+        names: &names,
+        scores: &scores,
+        posted: &posted,
+        pages: &pages,
+        held: &held,
+        truncated: 0,
+    });
+    let f = &d.by_kind["stuck"];
+    assert_eq!((f.faults, f.scored_anomalous_5m, f.alert_posted, f.alert_posted_5m, f.notified), (5, 5, 3, 3, 0));
+    let outcome: Vec<(&str, usize)> = f.outcome.iter().map(|(k, &n)| (k.as_str(), n)).collect();
+    let expect = [
+        ("already_firing", 1),
+        ("held:flapping", 1),
+        ("held:grouped:group_wait", 1),
+        ("not_sent", 1),
+        ("too_brief", 1),
+    ];
+    assert_eq!(outcome, expect);
+    assert_eq!(f.scored_by.get("threshold"), Some(&0), "no threshold score was kept");
+    assert_eq!(d.false_pages.pages, 2);
+    assert_eq!(d.false_pages.by_rule.get("host_cpu"), Some(&2));
+    assert_eq!(d.false_pages.top_series, vec![("h0".to_string(), 1), ("h1".to_string(), 1)]);
+    assert_eq!(d.alerts_begun_by_rule.get("host_cpu"), Some(&5), "series 0's resend is not a new alert");
 }
