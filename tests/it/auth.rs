@@ -4,25 +4,7 @@
 use crate::support::server;
 
 use serde_json::{Value, json};
-use server::{Server, now_ms};
-
-/// Three tokens by the SHA-256 of their text: "reader-token", "writer-token", "admin-token".
-const CONFIG: &str = r#"
-[[auth.tokens]]
-name = "grafana"
-scopes = ["read"]
-sha256 = "ba5005a40cf5212e4ac0190104cc127edab013294bb71279a975b27a80982d45"
-
-[[auth.tokens]]
-name = "collectors"
-scopes = ["write"]
-sha256 = "3590c0a59f72ce02700194a05f228a725c1f135a6dcb3ded9b2d86ab6a6f52cb"
-
-[[auth.tokens]]
-name = "ops"
-scopes = ["admin"]
-sha256 = "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a"
-"#;
+use server::{Server, THREE_TOKENS, now_ms};
 
 const READER: &str = "Bearer reader-token";
 const WRITER: &str = "Token writer-token";
@@ -60,7 +42,7 @@ fn rfc3339(secs: i64) -> String {
 
 #[test]
 fn every_api_checks_scopes_and_answers_in_its_own_shape() {
-    let srv = Server::with_config(CONFIG);
+    let srv = Server::with_config(THREE_TOKENS);
     let json_ct = [("content-type", "application/json")];
 
     // Health is open; everything else needs a token.
@@ -132,7 +114,7 @@ fn every_api_checks_scopes_and_answers_in_its_own_shape() {
 
 #[test]
 fn anonymous_read_with_tokens_for_writes() {
-    let srv = Server::with_config(&format!("[auth]\nanonymous = [\"read\"]\n{CONFIG}"));
+    let srv = Server::with_config(&format!("[auth]\nanonymous = [\"read\"]\n{THREE_TOKENS}"));
     assert_eq!(srv.get("/api/v1/labels").status, 200);
     let r = srv.write_ms(&format!("anon value=1 {}", now_ms()));
     assert_eq!(r.status, 401, "{}", r.body);
@@ -160,7 +142,7 @@ fn refuses_the_network_without_tokens_or_explicit_anonymous_access() {
 /// `argus_http_auth_refusals_total` counts each refusal by its reason, read back by an admin.
 #[test]
 fn refusals_are_counted_by_reason() {
-    let srv = Server::with_config(CONFIG);
+    let srv = Server::with_config(THREE_TOKENS);
     let count = |reason: &str| {
         let r = srv.get_with("/metrics", &[("Authorization", ADMIN)]);
         assert_eq!(r.status, 200, "{}", r.body);

@@ -6,7 +6,7 @@
 use crate::support::server;
 
 use serde_json::{Value, json};
-use server::{SeriesPoints, Server, enc, now_ms, secs};
+use server::{SeriesPoints, Server, THREE_TOKENS, enc, now_ms, secs};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -239,27 +239,9 @@ fn a_v0_1_0_data_directory_opens_with_every_sample() {
     assert_eq!(fixture_samples(&srv), want, "after this release flushed it");
 }
 
-/// Three tokens by the SHA-256 of their text: "reader-token", "writer-token", "admin-token".
-const AUTH: &str = r#"
-[[auth.tokens]]
-name = "grafana"
-scopes = ["read"]
-sha256 = "ba5005a40cf5212e4ac0190104cc127edab013294bb71279a975b27a80982d45"
-
-[[auth.tokens]]
-name = "collectors"
-scopes = ["write"]
-sha256 = "3590c0a59f72ce02700194a05f228a725c1f135a6dcb3ded9b2d86ab6a6f52cb"
-
-[[auth.tokens]]
-name = "ops"
-scopes = ["admin"]
-sha256 = "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a"
-"#;
-
 #[test]
 fn only_an_admin_takes_a_snapshot() {
-    let srv = Server::start_with(Some(AUTH), &ROLES);
+    let srv = Server::start_with(Some(THREE_TOKENS), &ROLES);
     let r = snapshot(&srv, &[]);
     assert_eq!(r.status, 401, "{}", r.body);
     assert_eq!(r.json()["errorType"], "unauthorized");

@@ -73,12 +73,18 @@ pub(super) fn time(p: &Params, name: &str) -> Result<Option<Timestamp>, ApiError
     Timestamp::parse_rfc3339(v).map(Some).map_err(|e| ApiError::BadRequest(format!("parameter {name}: {e}")))
 }
 
-fn range(p: &Params) -> Result<Range, ApiError> {
+/// The `start` and `end` parameters, open-ended where absent; `end` before `start` is refused.
+pub(super) fn span(p: &Params) -> Result<(Timestamp, Timestamp), ApiError> {
     let start = time(p, "start")?.unwrap_or(Timestamp(i64::MIN));
     let end = time(p, "end")?.unwrap_or(Timestamp(i64::MAX));
     if end < start {
         return Err(ApiError::BadRequest("end is before start".into()));
     }
+    Ok((start, end))
+}
+
+fn range(p: &Params) -> Result<Range, ApiError> {
+    let (start, end) = span(p)?;
     let limit = match p.iter().rev().find(|(k, _)| k == "limit") {
         None => DEFAULT_LIMIT,
         Some((_, v)) => match v.parse::<usize>() {

@@ -1,7 +1,7 @@
 //! `GET /api/v1/suppressed`: the alerts held back from notification and every reason that held them
 //! ("why wasn't I paged"), in the Prometheus API's envelope like the history API.
 
-use super::history::{Success, V1Error, ok, time};
+use super::history::{Success, V1Error, ok, span};
 use super::openapi::{HistoryErrors, SUPPRESSED_TAG};
 use super::{ApiError, Params, State};
 use crate::alert::Status;
@@ -95,11 +95,7 @@ pub async fn get_suppressed(
 ) -> Result<Json<Success<Vec<SuppressedAlert>>>, V1Error> {
     let selectors =
         p.iter().filter(|(k, _)| k == "match[]").map(|(_, v)| selector(v)).collect::<Result<Vec<_>, _>>()?;
-    let start = time(&p, "start")?.unwrap_or(Timestamp(i64::MIN));
-    let end = time(&p, "end")?.unwrap_or(Timestamp(i64::MAX));
-    if end < start {
-        return Err(ApiError::BadRequest("end is before start".into()).into());
-    }
+    let (start, end) = span(&p)?;
     let now = s.engine.now();
     let e = s.engine.lock();
     let held = e.suppressed().query(&selectors, start, end);

@@ -20,6 +20,25 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a SIGTERM shutdown (final flush included) may take.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// An `[auth]` section with three tokens, by the SHA-256 of their text: "reader-token" (`grafana`, read),
+/// "writer-token" (`collectors`, write) and "admin-token" (`ops`, admin).
+pub const THREE_TOKENS: &str = r#"
+[[auth.tokens]]
+name = "grafana"
+scopes = ["read"]
+sha256 = "ba5005a40cf5212e4ac0190104cc127edab013294bb71279a975b27a80982d45"
+
+[[auth.tokens]]
+name = "collectors"
+scopes = ["write"]
+sha256 = "3590c0a59f72ce02700194a05f228a725c1f135a6dcb3ded9b2d86ab6a6f52cb"
+
+[[auth.tokens]]
+name = "ops"
+scopes = ["admin"]
+sha256 = "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a"
+"#;
+
 /// The wall clock in milliseconds, as the store measures retention and `max_future`.
 pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_millis() as i64
