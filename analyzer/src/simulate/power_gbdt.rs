@@ -20,9 +20,9 @@
 
 use super::demand::{DAY_STEPS, STEP_MS};
 use chrono::{DateTime, Datelike, Timelike};
+use forust_ml::Matrix;
 use forust_ml::metric::Metric;
 use forust_ml::sampler::SampleMethod;
-use forust_ml::Matrix;
 
 /// Features per row.
 pub const FEATURES: usize = 16;
