@@ -42,10 +42,82 @@ pub struct Integration {
     pub max_alerts: u64,
 }
 
+/// Alertmanager's `http_config` of one HTTP integration: how alertd authenticates, which TLS it
+/// accepts and which proxy it goes through. An integration with none uses `global.http_config`
+/// (Alertmanager's rule: a receiver's `http_config` replaces the global one, it is not merged).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSettings {
+    /// The `Authorization` header: `authorization`, `basic_auth` or `bearer_token`.
+    pub authorization: Option<Authorization>,
+    pub tls: TlsSettings,
+    pub proxy: ProxySettings,
+    /// Default true, as Alertmanager's.
+    pub follow_redirects: bool,
+    /// Where the settings are written, for errors met when they are used (`global.http_config`,
+    /// `receivers "team" webhook_configs[0].http_config`).
+    pub field: String,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            authorization: None,
+            tls: TlsSettings::default(),
+            proxy: ProxySettings::Environment,
+            follow_redirects: true,
+            field: "global.http_config".into(),
+        }
+    }
+}
+
+/// The `Authorization` header an HTTP integration sends. Files are read at every request, so a
+/// rotated token (a Kubernetes projected secret) is used without a reload.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Authorization {
+    /// `authorization: {type, credentials | credentials_file}` and `bearer_token(_file)`.
+    Scheme { scheme: String, credentials: SecretSource },
+    /// `basic_auth: {username | username_file, password | password_file}`.
+    Basic { username: SecretSource, password: Option<SecretSource> },
+}
+
+/// `http_config.tls_config`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TlsSettings {
+    /// `ca` / `ca_file`: PEM certificate authorities trusted besides the system's.
+    pub ca: Option<SecretSource>,
+    /// `cert` / `cert_file` and `key` / `key_file`: a client certificate (mutual TLS).
+    pub client: Option<(SecretSource, SecretSource)>,
+    pub insecure_skip_verify: bool,
+    /// `min_version` / `max_version`: `TLS10` … `TLS13`.
+    pub min_version: Option<TlsVersion>,
+    pub max_version: Option<TlsVersion>,
+}
+
+/// A TLS protocol version as Alertmanager spells it (`TLS12`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsVersion {
+    Tls10,
+    Tls11,
+    Tls12,
+    Tls13,
+}
+
+/// Which proxy HTTP requests go through.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProxySettings {
+    /// `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` from the environment, when set: alertd's
+    /// behaviour with no proxy configured, and `proxy_from_environment: true`.
+    Environment,
+    /// `proxy_url` (a secret: it may carry credentials), except for the hosts in `no_proxy`.
+    Url { url: Secret, no_proxy: Option<String> },
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookConfig {
-    /// A secret, as in Alertmanager: webhook URLs often carry tokens.
-    pub url: Secret,
+    /// A secret, as in Alertmanager: webhook URLs often carry tokens (`url` or `url_file`).
+    pub url: SecretSource,
+    /// Its own `http_config`; None: `global.http_config`.
+    pub http: Option<HttpSettings>,
     /// Whether resolved alerts are sent (Alertmanager's default: true).
     pub send_resolved: bool,
     pub max_alerts: u64,
@@ -70,7 +142,9 @@ pub enum Language {
 /// Slack's incoming webhook (Alertmanager's `slack_configs`, without its Go templates).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SlackConfig {
-    pub api_url: Secret,
+    /// `api_url` / `api_url_file`, else `global.slack_api_url` / `slack_api_url_file`.
+    pub api_url: SecretSource,
+    pub http: Option<HttpSettings>,
     pub channel: Option<String>,
     pub username: Option<String>,
     pub icon_emoji: Option<String>,
@@ -84,6 +158,8 @@ pub struct SlackConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RobotConfig {
     pub url: Secret,
+    /// Its own `http_config` (a proxy to the internet, most often); None: `global.http_config`.
+    pub http: Option<HttpSettings>,
     /// Signs requests (DingTalk and Feishu); WeCom robots have none.
     pub secret: Option<Secret>,
     pub send_resolved: bool,
@@ -91,7 +167,8 @@ pub struct RobotConfig {
     pub timeout: Duration,
 }
 
-/// Email over SMTP (Alertmanager's `email_configs`, without templates and the global SMTP keys).
+/// Email over SMTP (Alertmanager's `email_configs`, without templates; unset keys come from the
+/// global `smtp_*` ones).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmailConfig {
     pub to: Vec<String>,
@@ -100,7 +177,8 @@ pub struct EmailConfig {
     pub port: u16,
     pub hello: Option<String>,
     pub auth_username: Option<String>,
-    pub auth_password: Option<Secret>,
+    /// `auth_password` / `auth_password_file`, read at every send.
+    pub auth_password: Option<SecretSource>,
     pub tls: EmailTls,
     /// Alertmanager's default for email: false.
     pub send_resolved: bool,
@@ -125,10 +203,8 @@ pub struct SchedulerConfig {
     /// Signs each body with HMAC-SHA256 in `signature_header`.
     pub hmac_secret: Option<SecretSource>,
     pub signature_header: String,
-    /// `http_config.authorization`: the `Authorization` header's scheme and credentials.
-    pub authorization: Option<(String, SecretSource)>,
-    /// `http_config.tls_config.ca_file`, trusted besides the global CAs.
-    pub ca_file: Option<PathBuf>,
+    /// Its own `http_config`; None: `global.http_config`.
+    pub http: Option<HttpSettings>,
     /// `events: [critical]`: alerts routed to the receiver.
     pub critical: bool,
     /// `events: [capacity]`: the analyzer's capacity plans, on change.
@@ -148,6 +224,22 @@ pub enum SecretSource {
 }
 
 impl SecretSource {
+    /// The bytes as written or in the file (a PEM certificate or key).
+    pub fn read_bytes(&self) -> Result<Vec<u8>, String> {
+        match self {
+            SecretSource::Inline(s) => Ok(s.expose().as_bytes().to_vec()),
+            SecretSource::File(p) => std::fs::read(p).map_err(|e| format!("{}: {e}", p.display())),
+        }
+    }
+
+    /// Where it comes from, for errors: the file's path, or "inline" (never the value).
+    pub fn describe(&self) -> String {
+        match self {
+            SecretSource::Inline(_) => "inline".into(),
+            SecretSource::File(p) => p.display().to_string(),
+        }
+    }
+
     /// The secret; a file's trailing newline is not part of it.
     pub fn read(&self) -> Result<Secret, String> {
         match self {

@@ -2,9 +2,12 @@
 //! WeCom). URLs and secrets become `Secret`s here, and no error message repeats their value.
 
 use super::ConfigError;
+use super::http::{secret, settings};
 use super::raw;
 use super::validate::{Ctx, unsupported};
-use crate::receiver::{DEFAULT_TIMEOUT, EmailConfig, EmailTls, Language, Receiver, RobotConfig, SlackConfig};
+use crate::receiver::{
+    DEFAULT_TIMEOUT, EmailConfig, EmailTls, Language, Receiver, RobotConfig, SecretSource, SlackConfig,
+};
 use argus_model::Secret;
 
 /// An http(s) URL, as a secret: the error names the field, not the value, which may hold a token.
@@ -16,6 +19,21 @@ pub(super) fn url(c: &Ctx, field: &str, anchor: &str, v: &Option<String>) -> Res
     Ok(Secret::new(url))
 }
 
+/// `<key>` (an http(s) URL, checked here) or `<key>_file` (checked when it is read); `f` is the
+/// field prefix.
+pub(super) fn url_source(
+    c: &Ctx,
+    f: &str,
+    key: &str,
+    inline: &Option<String>,
+    file: &Option<String>,
+) -> Result<Option<SecretSource>, ConfigError> {
+    if inline.is_some() && file.is_none() {
+        url(c, &format!("{f}{key}"), &format!("{key}:"), inline)?;
+    }
+    secret(c, f, key, inline, file)
+}
+
 fn language(c: &Ctx, field: &str, v: &Option<String>) -> Result<Language, ConfigError> {
     match v.as_deref() {
         None | Some("en") => Ok(Language::En),
@@ -24,15 +42,19 @@ fn language(c: &Ctx, field: &str, v: &Option<String>) -> Result<Language, Config
     }
 }
 
-pub(super) fn receivers(c: &Ctx, r: &raw::Receiver, field: &str, out: &mut Receiver) -> Result<(), ConfigError> {
+pub(super) fn receivers(
+    c: &Ctx,
+    g: &raw::Global,
+    r: &raw::Receiver,
+    field: &str,
+    out: &mut Receiver,
+) -> Result<(), ConfigError> {
     for (j, s) in r.slack_configs.iter().enumerate() {
         let f = format!("{field}slack_configs[{j}].");
         unsupported(
             c,
             &f,
             &[
-                ("api_url_file", s.api_url_file.is_some()),
-                ("http_config", s.http_config.is_some()),
                 ("icon_url", s.icon_url.is_some()),
                 ("color", s.color.is_some()),
                 ("title", s.title.is_some()),
@@ -52,8 +74,20 @@ pub(super) fn receivers(c: &Ctx, r: &raw::Receiver, field: &str, out: &mut Recei
             ],
         )?;
         let lang = s.argus.as_ref().and_then(|a| a.language.clone());
+        let api_url = match url_source(c, &f, "api_url", &s.api_url, &s.api_url_file)? {
+            Some(u) => u,
+            None => url_source(c, "global.", "slack_api_url", &g.slack_api_url, &g.slack_api_url_file)?.ok_or_else(
+                || c.err(format!("{f}api_url"), "slack_configs:", "missing (and no global slack_api_url)"),
+            )?,
+        };
         out.slack.push(SlackConfig {
-            api_url: url(c, &format!("{f}api_url"), "slack_configs:", &s.api_url)?,
+            api_url,
+            http: settings(
+                c,
+                &format!("{f}http_config"),
+                &format!("receivers {:?} slack_configs[{j}].http_config", r.name),
+                s.http_config.as_ref(),
+            )?,
             channel: s.channel.clone(),
             username: s.username.clone(),
             icon_emoji: s.icon_emoji.clone(),
@@ -79,6 +113,12 @@ pub(super) fn receivers(c: &Ctx, r: &raw::Receiver, field: &str, out: &mut Recei
             }
             out.push(RobotConfig {
                 url: url(c, &format!("{f}url"), &format!("{key}:"), &b.url)?,
+                http: settings(
+                    c,
+                    &format!("{f}http_config"),
+                    &format!("receivers {:?} {key}[{j}].http_config", r.name),
+                    b.http_config.as_ref(),
+                )?,
                 secret: b.secret.clone().map(Secret::new),
                 send_resolved: b.send_resolved.unwrap_or(true),
                 language: language(c, &format!("{f}language"), &b.language)?,
@@ -94,17 +134,16 @@ pub(super) fn receivers(c: &Ctx, r: &raw::Receiver, field: &str, out: &mut Recei
         out.rate_limit = Some((l.max, per));
     }
     for (j, e) in r.email_configs.iter().enumerate() {
-        out.email.push(email(c, e, &format!("{field}email_configs[{j}]."))?);
+        out.email.push(email(c, g, e, &format!("{field}email_configs[{j}]."))?);
     }
     Ok(())
 }
 
-fn email(c: &Ctx, e: &raw::Email, f: &str) -> Result<EmailConfig, ConfigError> {
+fn email(c: &Ctx, g: &raw::Global, e: &raw::Email, f: &str) -> Result<EmailConfig, ConfigError> {
     unsupported(
         c,
         f,
         &[
-            ("auth_password_file", e.auth_password_file.is_some()),
             ("auth_secret", e.auth_secret.is_some()),
             ("auth_identity", e.auth_identity.is_some()),
             ("tls_config", e.tls_config.is_some()),
@@ -114,10 +153,10 @@ fn email(c: &Ctx, e: &raw::Email, f: &str) -> Result<EmailConfig, ConfigError> {
         ],
     )?;
     let missing =
-        |key: &str| c.err(format!("{f}{key}"), "email_configs:", "missing (global smtp_* keys are not supported)");
+        |key: &str| c.err(format!("{f}{key}"), "email_configs:", format!("missing (and no global smtp_{key})"));
     let to: Vec<String> =
         e.to.as_deref()
-            .ok_or_else(|| missing("to"))?
+            .ok_or_else(|| c.err(format!("{f}to"), "email_configs:", "missing"))?
             .split(',')
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
@@ -125,19 +164,25 @@ fn email(c: &Ctx, e: &raw::Email, f: &str) -> Result<EmailConfig, ConfigError> {
     if to.is_empty() {
         return Err(c.err(format!("{f}to"), "to:", "names no address"));
     }
-    let from = e.from.clone().ok_or_else(|| missing("from"))?;
-    let smarthost = e.smarthost.clone().ok_or_else(|| missing("smarthost"))?;
+    let from = e.from.clone().or_else(|| g.smtp_from.clone()).ok_or_else(|| missing("from"))?;
+    let smarthost = e.smarthost.clone().or_else(|| g.smtp_smarthost.clone()).ok_or_else(|| missing("smarthost"))?;
     let (host, port) = smarthost
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h.trim_start_matches('[').trim_end_matches(']').to_string(), p.parse::<u16>().ok()?)))
         .filter(|(h, _)| !h.is_empty())
         .ok_or_else(|| c.err(format!("{f}smarthost"), "smarthost:", format!("{smarthost:?} is not host:port")))?;
-    if e.auth_password.is_some() != e.auth_username.is_some() {
+    // The entry's own credentials, else the global ones (Alertmanager takes each key on its own).
+    let auth_username = e.auth_username.clone().or_else(|| g.smtp_auth_username.clone());
+    let auth_password = match secret(c, f, "auth_password", &e.auth_password, &e.auth_password_file)? {
+        Some(p) => Some(p),
+        None => secret(c, "global.", "smtp_auth_password", &g.smtp_auth_password, &g.smtp_auth_password_file)?,
+    };
+    if auth_password.is_some() != auth_username.is_some() {
         return Err(c.err(format!("{f}auth_username"), "auth_", "auth_username and auth_password go together"));
     }
     let tls = if port == 465 {
         EmailTls::Implicit
-    } else if e.require_tls.unwrap_or(true) {
+    } else if e.require_tls.or(g.smtp_require_tls).unwrap_or(true) {
         EmailTls::StartTls
     } else {
         EmailTls::None
@@ -148,9 +193,9 @@ fn email(c: &Ctx, e: &raw::Email, f: &str) -> Result<EmailConfig, ConfigError> {
         from,
         host,
         port,
-        hello: e.hello.clone(),
-        auth_username: e.auth_username.clone(),
-        auth_password: e.auth_password.clone().map(Secret::new),
+        hello: e.hello.clone().or_else(|| g.smtp_hello.clone()),
+        auth_username,
+        auth_password,
         tls,
         send_resolved: e.send_resolved.unwrap_or(false),
         language: language(c, &format!("{f}argus.language"), &lang)?,

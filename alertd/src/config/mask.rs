@@ -35,6 +35,8 @@ const SECRET_KEYS: &[&str] = &[
     "token",
     "bot_token",
     "webhook_url",
+    "proxy_url",
+    "key",
 ];
 
 /// `src` (a configuration that parsed) with every secret masked; the text of a configuration that

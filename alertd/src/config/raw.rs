@@ -37,17 +37,19 @@ pub struct File {
 pub struct Global {
     pub resolve_timeout: Option<String>,
     pub http_config: Option<HttpConfig>,
-    pub smtp_from: Unsupported,
-    pub smtp_hello: Unsupported,
-    pub smtp_smarthost: Unsupported,
-    pub smtp_auth_username: Unsupported,
-    pub smtp_auth_password: Unsupported,
-    pub smtp_auth_password_file: Unsupported,
+    /// Defaults of every `email_configs` entry.
+    pub smtp_from: Option<String>,
+    pub smtp_hello: Option<String>,
+    pub smtp_smarthost: Option<String>,
+    pub smtp_auth_username: Option<String>,
+    pub smtp_auth_password: Option<String>,
+    pub smtp_auth_password_file: Option<String>,
     pub smtp_auth_secret: Unsupported,
     pub smtp_auth_identity: Unsupported,
-    pub smtp_require_tls: Unsupported,
-    pub slack_api_url: Unsupported,
-    pub slack_api_url_file: Unsupported,
+    pub smtp_require_tls: Option<bool>,
+    /// Default of every `slack_configs` entry's `api_url`.
+    pub slack_api_url: Option<String>,
+    pub slack_api_url_file: Option<String>,
     pub pagerduty_url: Unsupported,
     pub opsgenie_api_url: Unsupported,
     pub opsgenie_api_key: Unsupported,
@@ -149,36 +151,12 @@ pub struct Scheduler {
     pub hmac_secret: Option<String>,
     pub hmac_secret_file: Option<String>,
     pub signature_header: Option<String>,
-    pub http_config: Option<SchedulerHttp>,
+    pub http_config: Option<HttpConfig>,
     /// `critical` (alerts routed to the receiver), `capacity` (the analyzer's plans); default both.
     pub events: Option<Vec<String>>,
     pub send_resolved: Option<bool>,
     pub timeout: Option<String>,
     pub remediation: Option<Remediation>,
-}
-
-/// `scheduler_configs[].http_config`: the part of Alertmanager's `http_config` a scheduler needs.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SchedulerHttp {
-    pub authorization: Option<Authorization>,
-    pub tls_config: Option<CaOnly>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Authorization {
-    /// Default `Bearer`.
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
-    pub credentials: Option<String>,
-    pub credentials_file: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CaOnly {
-    pub ca_file: Option<String>,
 }
 
 /// `scheduler_configs[].remediation`: cordoning nodes with GPU faults. Off unless a target is set
@@ -231,22 +209,43 @@ pub struct RateLimit {
     pub per: String,
 }
 
-/// Alertmanager's `http_config` (`global:` only): the TLS trust of every HTTP receiver.
+/// Alertmanager's `http_config` (prometheus/common's HTTP client settings): in `global:` for every
+/// HTTP receiver, or in one receiver's entry for it alone.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
+    pub authorization: Option<Authorization>,
+    pub basic_auth: Option<BasicAuth>,
+    pub bearer_token: Option<String>,
+    pub bearer_token_file: Option<String>,
     pub tls_config: Option<TlsConfig>,
-    pub authorization: Unsupported,
-    pub basic_auth: Unsupported,
-    pub bearer_token: Unsupported,
-    pub bearer_token_file: Unsupported,
+    pub proxy_url: Option<String>,
+    pub no_proxy: Option<String>,
+    pub proxy_from_environment: Option<bool>,
+    pub follow_redirects: Option<bool>,
+    /// Accepted and ignored: alertd speaks HTTP/1.1 to receivers.
+    pub enable_http2: Option<bool>,
     pub oauth2: Unsupported,
-    pub proxy_url: Unsupported,
-    pub no_proxy: Unsupported,
-    pub proxy_from_environment: Unsupported,
     pub proxy_connect_header: Unsupported,
-    pub follow_redirects: Unsupported,
-    pub enable_http2: Unsupported,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Authorization {
+    /// Default `Bearer`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub credentials: Option<String>,
+    pub credentials_file: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BasicAuth {
+    pub username: Option<String>,
+    pub username_file: Option<String>,
+    pub password: Option<String>,
+    pub password_file: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -254,15 +253,16 @@ pub struct HttpConfig {
 pub struct TlsConfig {
     /// PEM certificate authorities trusted besides the system's.
     pub ca_file: Option<String>,
-    pub ca: Unsupported,
-    pub cert: Unsupported,
-    pub cert_file: Unsupported,
-    pub key: Unsupported,
-    pub key_file: Unsupported,
+    pub ca: Option<String>,
+    /// A client certificate and its key (PEM), for receivers that require mutual TLS.
+    pub cert: Option<String>,
+    pub cert_file: Option<String>,
+    pub key: Option<String>,
+    pub key_file: Option<String>,
+    pub insecure_skip_verify: Option<bool>,
+    pub min_version: Option<String>,
+    pub max_version: Option<String>,
     pub server_name: Unsupported,
-    pub insecure_skip_verify: Unsupported,
-    pub min_version: Unsupported,
-    pub max_version: Unsupported,
 }
 
 /// Alertmanager's `slack_configs`, without the Go-template fields.
@@ -274,8 +274,8 @@ pub struct Slack {
     pub username: Option<String>,
     pub icon_emoji: Option<String>,
     pub send_resolved: Option<bool>,
-    pub api_url_file: Unsupported,
-    pub http_config: Unsupported,
+    pub api_url_file: Option<String>,
+    pub http_config: Option<HttpConfig>,
     pub icon_url: Unsupported,
     pub color: Unsupported,
     pub title: Unsupported,
@@ -295,7 +295,7 @@ pub struct Slack {
     pub argus: Option<ImArgus>,
 }
 
-/// Alertmanager's `email_configs`, without templates and files.
+/// Alertmanager's `email_configs`, without templates.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Email {
@@ -307,7 +307,7 @@ pub struct Email {
     pub auth_password: Option<String>,
     pub require_tls: Option<bool>,
     pub send_resolved: Option<bool>,
-    pub auth_password_file: Unsupported,
+    pub auth_password_file: Option<String>,
     pub auth_secret: Unsupported,
     pub auth_identity: Unsupported,
     pub tls_config: Unsupported,
@@ -334,6 +334,7 @@ pub struct Robot {
     pub send_resolved: Option<bool>,
     pub language: Option<String>,
     pub timeout: Option<String>,
+    pub http_config: Option<HttpConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -343,8 +344,8 @@ pub struct Webhook {
     pub send_resolved: Option<bool>,
     #[serde(default)]
     pub max_alerts: u64,
-    pub url_file: Unsupported,
-    pub http_config: Unsupported,
+    pub url_file: Option<String>,
+    pub http_config: Option<HttpConfig>,
     pub timeout: Option<String>,
     pub argus: Option<WebhookArgus>,
 }

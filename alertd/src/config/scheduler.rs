@@ -3,24 +3,24 @@
 //! receivers are built.
 
 use super::ConfigError;
+use super::http::{secret, settings};
 use super::im::url;
 use super::raw;
 use super::validate::Ctx;
 use crate::receiver::{
     DEFAULT_SCONTROL, DEFAULT_TAINT_KEY, DEFAULT_TIMEOUT, IN_CLUSTER_CA, IN_CLUSTER_TOKEN, IN_CLUSTER_URL,
-    KubernetesConfig, NodeAction, Receiver, RemediationConfig, SIGNATURE_HEADER, SchedulerConfig, SecretSource,
-    SlurmConfig,
+    KubernetesConfig, NodeAction, Receiver, RemediationConfig, SIGNATURE_HEADER, SchedulerConfig, SlurmConfig,
 };
-use argus_model::Secret;
 
 pub(super) fn receivers(c: &Ctx, r: &raw::Receiver, field: &str, out: &mut Receiver) -> Result<(), ConfigError> {
     for (j, s) in r.scheduler_configs.iter().enumerate() {
-        out.scheduler.push(scheduler(c, s, &format!("{field}scheduler_configs[{j}]."))?);
+        let name = format!("receivers {:?} scheduler_configs[{j}]", r.name);
+        out.scheduler.push(scheduler(c, s, &format!("{field}scheduler_configs[{j}]."), &name)?);
     }
     Ok(())
 }
 
-fn scheduler(c: &Ctx, s: &raw::Scheduler, f: &str) -> Result<SchedulerConfig, ConfigError> {
+fn scheduler(c: &Ctx, s: &raw::Scheduler, f: &str, name: &str) -> Result<SchedulerConfig, ConfigError> {
     let url = url(c, &format!("{f}url"), "scheduler_configs:", &s.url)?;
     let timeout = c.duration(&format!("{f}timeout"), "timeout", &s.timeout, DEFAULT_TIMEOUT)?;
     if timeout.is_zero() {
@@ -51,21 +51,7 @@ fn scheduler(c: &Ctx, s: &raw::Scheduler, f: &str) -> Result<SchedulerConfig, Co
             return Err(c.err(format!("{f}events"), "events:", "takes nothing: name critical, capacity or both"));
         }
     }
-    let http = s.http_config.as_ref();
-    let authorization = match http.and_then(|h| h.authorization.as_ref()) {
-        None => None,
-        Some(a) => {
-            let af = format!("{f}http_config.authorization.");
-            let kind = a.kind.clone().unwrap_or_else(|| "Bearer".into());
-            if kind.is_empty() || kind.contains(char::is_whitespace) || kind.eq_ignore_ascii_case("basic") {
-                return Err(c.err(format!("{af}type"), "type:", format!("{kind:?} is not a single-word scheme")));
-            }
-            let cred = secret(c, &af, "credentials", &a.credentials, &a.credentials_file)?
-                .ok_or_else(|| c.err(format!("{af}credentials"), "authorization:", "missing"))?;
-            Some((kind, cred))
-        }
-    };
-    let ca_file = http.and_then(|h| h.tls_config.as_ref()).and_then(|t| t.ca_file.as_deref()).map(|p| c.path(p));
+    let http = settings(c, &format!("{f}http_config"), &format!("{name}.http_config"), s.http_config.as_ref())?;
     let remediation = match &s.remediation {
         Some(r) if r.enabled => Some(remediation(c, r, &format!("{f}remediation."))?),
         _ => None,
@@ -74,8 +60,7 @@ fn scheduler(c: &Ctx, s: &raw::Scheduler, f: &str) -> Result<SchedulerConfig, Co
         url,
         hmac_secret,
         signature_header,
-        authorization,
-        ca_file,
+        http,
         critical,
         capacity,
         send_resolved: s.send_resolved.unwrap_or(true),
@@ -174,25 +159,6 @@ fn remediation(c: &Ctx, r: &raw::Remediation, f: &str) -> Result<RemediationConf
     Ok(RemediationConfig { dry_run: r.dry_run, node_label: r.node_label.clone(), kubernetes, slurm })
 }
 
-/// `<key>` or `<key>_file`, not both.
-fn secret(
-    c: &Ctx,
-    f: &str,
-    key: &str,
-    inline: &Option<String>,
-    file: &Option<String>,
-) -> Result<Option<SecretSource>, ConfigError> {
-    match (inline, file) {
-        (Some(_), Some(_)) => {
-            Err(c.err(format!("{f}{key}"), &format!("{key}:"), format!("{key} and {key}_file exclude each other")))
-        }
-        (Some(s), None) if s.is_empty() => Err(c.err(format!("{f}{key}"), &format!("{key}:"), "empty")),
-        (Some(s), None) => Ok(Some(SecretSource::Inline(Secret::new(s.clone())))),
-        (None, Some(p)) => Ok(Some(SecretSource::File(c.path(p)))),
-        (None, None) => Ok(None),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use crate::config::parse;
@@ -216,13 +182,13 @@ mod tests {
         check(
             "{url: 'http://sched:8080/argus', hmac_secret_file: secrets/hmac, events: [capacity], timeout: 3s, http_config: {authorization: {credentials: t0k}, tls_config: {ca_file: ca.pem}}}",
             expect![[
-                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(File("/etc/argus/secrets/hmac")), signature_header: "X-Argus-Signature", authorization: Some(("Bearer", Inline(Secret(***)))), ca_file: Some("/etc/argus/ca.pem"), critical: false, capacity: true, send_resolved: true, timeout: 3s, remediation: None }"#
+                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(File("/etc/argus/secrets/hmac")), signature_header: "X-Argus-Signature", http: Some(HttpSettings { authorization: Some(Scheme { scheme: "Bearer", credentials: Inline(Secret(***)) }), tls: TlsSettings { ca: Some(File("/etc/argus/ca.pem")), client: None, insecure_skip_verify: false, min_version: None, max_version: None }, proxy: Environment, follow_redirects: true, field: "receivers \"sched\" scheduler_configs[0].http_config" }), critical: false, capacity: true, send_resolved: true, timeout: 3s, remediation: None }"#
             ]],
         );
         check(
             "{url: 'https://s/', hmac_secret: k, signature_header: X-Sig, send_resolved: false}",
             expect![[
-                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(Inline(Secret(***))), signature_header: "X-Sig", authorization: None, ca_file: None, critical: true, capacity: true, send_resolved: false, timeout: 10s, remediation: None }"#
+                r#"SchedulerConfig { url: Secret(***), hmac_secret: Some(Inline(Secret(***))), signature_header: "X-Sig", http: None, critical: true, capacity: true, send_resolved: false, timeout: 10s, remediation: None }"#
             ]],
         );
         check(
@@ -262,7 +228,7 @@ mod tests {
         check(
             "{url: 'http://s/', http_config: {proxy_url: 'http://p/'}}",
             expect![[
-                r#"/etc/argus/alertd.yml:5: receivers[0].scheduler_configs[0].http_config: unknown field `proxy_url`, expected `authorization` or `tls_config`"#
+                r#"SchedulerConfig { url: Secret(***), hmac_secret: None, signature_header: "X-Argus-Signature", http: Some(HttpSettings { authorization: None, tls: TlsSettings { ca: None, client: None, insecure_skip_verify: false, min_version: None, max_version: None }, proxy: Url { url: Secret(***), no_proxy: None }, follow_redirects: true, field: "receivers \"sched\" scheduler_configs[0].http_config" }), critical: true, capacity: true, send_resolved: true, timeout: 10s, remediation: None }"#
             ]],
         );
     }

@@ -72,8 +72,8 @@ fn bad_input_names_line_and_field() {
         expect!["alertd.yml:5: receivers[0].pagerduty_configs: not supported by alertd yet"],
     );
     check(
-        &format!("global:\n  smtp_smarthost: 'localhost:25'\nroute:\n  receiver: r\n{r}"),
-        expect!["alertd.yml:2: global.smtp_smarthost: not supported by alertd yet"],
+        &format!("global:\n  wechat_api_secret: s\nroute:\n  receiver: r\n{r}"),
+        expect!["alertd.yml:2: global.wechat_api_secret: not supported by alertd yet"],
     );
     check(
         &format!("route:\n  receiver: r\n  mute_time_intervals: [weekends]\n{r}"),
@@ -257,7 +257,7 @@ fn email_and_rate_limit() {
     };
     expect!["alertd.yml:4: receivers[0].email_configs[0].smarthost: \"smtp\" is not host:port"]
         .assert_eq(&bad("email_configs: [{to: a@x.org, from: b@x.org, smarthost: smtp}]"));
-    expect!["alertd.yml:4: receivers[0].email_configs[0].from: missing (global smtp_* keys are not supported)"]
+    expect!["alertd.yml:4: receivers[0].email_configs[0].from: missing (and no global smtp_from)"]
         .assert_eq(&bad("email_configs: [{to: a@x.org, smarthost: 'smtp:25'}]"));
     expect!["alertd.yml:4: receivers[0].argus.rate_limit: max and per must be greater than 0"]
         .assert_eq(&bad("argus: {rate_limit: {max: 0, per: 1m}}"));

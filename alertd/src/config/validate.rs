@@ -2,7 +2,7 @@
 //! is written (config/locate.rs).
 
 use super::raw;
-use super::{Config, ConfigError, duration, im, locate, matchers, scheduler};
+use super::{Config, ConfigError, duration, http, im, locate, matchers, scheduler};
 use crate::escalate::EscalationRule;
 use crate::flap::FlapConfig;
 use crate::incident::{CauseRule, CorrelationConfig};
@@ -97,17 +97,8 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         &c,
         "global.",
         &[
-            ("smtp_from", g.smtp_from.is_some()),
-            ("smtp_hello", g.smtp_hello.is_some()),
-            ("smtp_smarthost", g.smtp_smarthost.is_some()),
-            ("smtp_auth_username", g.smtp_auth_username.is_some()),
-            ("smtp_auth_password", g.smtp_auth_password.is_some()),
-            ("smtp_auth_password_file", g.smtp_auth_password_file.is_some()),
             ("smtp_auth_secret", g.smtp_auth_secret.is_some()),
             ("smtp_auth_identity", g.smtp_auth_identity.is_some()),
-            ("smtp_require_tls", g.smtp_require_tls.is_some()),
-            ("slack_api_url", g.slack_api_url.is_some()),
-            ("slack_api_url_file", g.slack_api_url_file.is_some()),
             ("pagerduty_url", g.pagerduty_url.is_some()),
             ("opsgenie_api_url", g.opsgenie_api_url.is_some()),
             ("opsgenie_api_key", g.opsgenie_api_key.is_some()),
@@ -123,6 +114,8 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         ],
     )?;
     unsupported(&c, "", &[("tracing", raw.tracing.is_some()), ("templates", !raw.templates.is_empty())])?;
+    let http =
+        http::settings(&c, "global.http_config", "global.http_config", g.http_config.as_ref())?.unwrap_or_default();
     let resolve_timeout =
         c.duration("global.resolve_timeout", "resolve_timeout", &g.resolve_timeout, Duration::from_secs(300))?;
     if resolve_timeout.is_zero() {
@@ -155,8 +148,14 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         let mut webhooks = Vec::new();
         for (j, w) in r.webhook_configs.iter().enumerate() {
             let wf = format!("{field}webhook_configs[{j}].");
-            unsupported(&c, &wf, &[("url_file", w.url_file.is_some()), ("http_config", w.http_config.is_some())])?;
-            let url = im::url(&c, &format!("{wf}url"), "webhook_configs:", &w.url)?;
+            let url = im::url_source(&c, &wf, "url", &w.url, &w.url_file)?
+                .ok_or_else(|| c.err(format!("{wf}url"), "webhook_configs:", "missing"))?;
+            let http = http::settings(
+                &c,
+                &format!("{wf}http_config"),
+                &format!("receivers {:?} webhook_configs[{j}].http_config", r.name),
+                w.http_config.as_ref(),
+            )?;
             let timeout = c.duration(&format!("{wf}timeout"), "timeout", &w.timeout, Duration::from_secs(10))?;
             if timeout.is_zero() {
                 return Err(c.err(format!("{wf}timeout"), "timeout:", "must be greater than 0"));
@@ -173,6 +172,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
             }
             webhooks.push(WebhookConfig {
                 url,
+                http,
                 send_resolved: w.send_resolved.unwrap_or(true),
                 max_alerts: w.max_alerts,
                 timeout,
@@ -188,7 +188,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
             });
         }
         let mut receiver = Receiver { name: r.name.clone(), webhooks, ..Receiver::default() };
-        im::receivers(&c, r, &field, &mut receiver)?;
+        im::receivers(&c, g, r, &field, &mut receiver)?;
         scheduler::receivers(&c, r, &field, &mut receiver)?;
         if receivers.insert(r.name.clone(), receiver).is_some() {
             return Err(c.err(format!("{field}name"), &r.name, format!("receiver {:?} is defined twice", r.name)));
@@ -300,7 +300,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
     }
 
     Ok(Config {
-        ca_file: ca_file(&c, g.http_config.as_ref())?,
+        http,
         resolve_timeout,
         route,
         inhibit_rules,
@@ -314,51 +314,6 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         silence_until_resolved_max,
         history_retention,
     })
-}
-
-/// `global.http_config.tls_config.ca_file`, relative to the configuration file's directory.
-fn ca_file(c: &Ctx, h: Option<&raw::HttpConfig>) -> Result<Option<PathBuf>, ConfigError> {
-    let Some(h) = h else { return Ok(None) };
-    unsupported(
-        c,
-        "global.http_config.",
-        &[
-            ("authorization", h.authorization.is_some()),
-            ("basic_auth", h.basic_auth.is_some()),
-            ("bearer_token", h.bearer_token.is_some()),
-            ("bearer_token_file", h.bearer_token_file.is_some()),
-            ("oauth2", h.oauth2.is_some()),
-            ("proxy_url", h.proxy_url.is_some()),
-            ("no_proxy", h.no_proxy.is_some()),
-            ("proxy_from_environment", h.proxy_from_environment.is_some()),
-            ("proxy_connect_header", h.proxy_connect_header.is_some()),
-            ("follow_redirects", h.follow_redirects.is_some()),
-            ("enable_http2", h.enable_http2.is_some()),
-        ],
-    )?;
-    let Some(t) = &h.tls_config else { return Ok(None) };
-    unsupported(
-        c,
-        "global.http_config.tls_config.",
-        &[
-            ("ca", t.ca.is_some()),
-            ("cert", t.cert.is_some()),
-            ("cert_file", t.cert_file.is_some()),
-            ("key", t.key.is_some()),
-            ("key_file", t.key_file.is_some()),
-            ("server_name", t.server_name.is_some()),
-            ("insecure_skip_verify", t.insecure_skip_verify.is_some()),
-            ("min_version", t.min_version.is_some()),
-            ("max_version", t.max_version.is_some()),
-        ],
-    )?;
-    Ok(t.ca_file.as_ref().map(|f| {
-        let f = PathBuf::from(f);
-        match std::path::Path::new(c.file).parent() {
-            Some(dir) if f.is_relative() => dir.join(f),
-            _ => f,
-        }
-    }))
 }
 
 fn escalation(

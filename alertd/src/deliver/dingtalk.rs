@@ -32,7 +32,7 @@ impl Integration for DingTalk {
     fn send<'a>(&'a self, body: &'a [u8], key: &'a str) -> BoxFuture<'a, Result<(), DeliverError>> {
         Box::pin(async move {
             self.limit.acquire().await;
-            let mut url = reqwest::Url::parse(self.target.url.expose())
+            let mut url = reqwest::Url::parse(self.target.url()?.expose())
                 .map_err(|e| DeliverError::Request(format!("robot url: {e}")))?;
             if let Some(secret) = &self.secret {
                 let ts = super::now_millis();

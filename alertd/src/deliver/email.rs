@@ -78,6 +78,8 @@ impl Email {
             b = b.hello_name(lettre::transport::smtp::extension::ClientId::Domain(hello.clone()));
         }
         if let (Some(user), Some(pass)) = (&c.auth_username, &c.auth_password) {
+            // Read at every send, so a rotated password file is used without a reload.
+            let pass = pass.read().map_err(|e| DeliverError::Request(format!("auth_password_file {e}")))?;
             b = b.credentials(Credentials::new(user.clone(), pass.expose().to_string()));
         }
         Ok(b.build())

@@ -47,7 +47,7 @@ impl Integration for Feishu {
                 signed = serde_json::to_vec(&v).map_err(|e| DeliverError::Render(e.to_string()))?;
                 body = &signed;
             }
-            let answer = self.target.post(self.target.url.expose(), key, &[], body).await?;
+            let answer = self.target.post_here(key, &[], body).await?;
             check(&answer, "code", "msg", TOO_FAST)
         })
     }

@@ -14,7 +14,7 @@ fn client() -> reqwest::Client {
 }
 
 fn target(url: &str) -> HttpTarget {
-    HttpTarget { client: client(), url: Secret::new(url), timeout: Duration::from_secs(5) }
+    HttpTarget::new(client(), Secret::new(url), Duration::from_secs(5))
 }
 
 /// A message with a firing and a resolved alert, an incident, a flapping alert and one left out.

@@ -63,46 +63,21 @@ pub struct Scheduler {
     pub target: HttpTarget,
     pub hmac_secret: Option<Secret>,
     pub signature_header: String,
-    /// The whole `Authorization` header value.
-    pub authorization: Option<Secret>,
     /// Whether it takes capacity plans.
     pub capacity: bool,
 }
 
 impl Scheduler {
-    /// The integration of `receiver`'s scheduler config `i`: its secrets read, its client trusting
-    /// the global CAs (`global`) and its own.
-    pub fn build(
-        receiver: &str,
-        i: usize,
-        s: &SchedulerConfig,
-        client: &reqwest::Client,
-        global: &[(&str, &std::path::Path)],
-    ) -> Result<Scheduler, DeliverError> {
-        let field = format!("receivers {receiver:?} scheduler_configs[{i}]");
-        let bad = |what: &str, e: String| DeliverError::Request(format!("{field}.{what}: {e}"));
-        let client = match &s.ca_file {
-            None => client.clone(),
-            Some(p) => {
-                let mut cas = global.to_vec();
-                cas.push(("http_config.tls_config.ca_file", p.as_path()));
-                super::http_client(&cas).map_err(|e| DeliverError::Request(format!("{field}: {e}")))?
-            }
-        };
-        let authorization = match &s.authorization {
-            None => None,
-            Some((kind, src)) => {
-                let cred = src.read().map_err(|e| bad("http_config.authorization", e))?;
-                Some(Secret::new(format!("{kind} {}", cred.expose())))
-            }
-        };
-        let hmac_secret = s.hmac_secret.as_ref().map(|h| h.read()).transpose().map_err(|e| bad("hmac_secret", e))?;
+    /// The integration of `receiver`'s scheduler config `i`, posting to `target`: its secrets read.
+    pub fn build(receiver: &str, i: usize, s: &SchedulerConfig, target: HttpTarget) -> Result<Scheduler, DeliverError> {
+        let hmac_secret = s.hmac_secret.as_ref().map(|h| h.read()).transpose().map_err(|e| {
+            DeliverError::Request(format!("receivers {receiver:?} scheduler_configs[{i}].hmac_secret: {e}"))
+        })?;
         Ok(Scheduler {
             receiver: receiver.to_string(),
-            target: HttpTarget { client, url: s.url.clone(), timeout: s.timeout },
+            target,
             hmac_secret,
             signature_header: s.signature_header.clone(),
-            authorization,
             capacity: s.capacity,
         })
     }
@@ -148,10 +123,7 @@ impl Integration for Scheduler {
             if let Some(secret) = &self.hmac_secret {
                 headers.push((self.signature_header.as_str(), format!("sha256={}", sign_hex(secret, body))));
             }
-            if let Some(auth) = &self.authorization {
-                headers.push(("Authorization", auth.expose().to_string()));
-            }
-            self.target.post(self.target.url.expose(), key, &headers, body).await?;
+            self.target.post_here(key, &headers, body).await?;
             Ok(())
         })
     }

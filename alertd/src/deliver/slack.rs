@@ -38,7 +38,7 @@ impl Integration for Slack {
 
     fn send<'a>(&'a self, body: &'a [u8], key: &'a str) -> BoxFuture<'a, Result<(), DeliverError>> {
         Box::pin(async move {
-            self.target.post(self.target.url.expose(), key, &[], body).await?;
+            self.target.post_here(key, &[], body).await?;
             Ok(())
         })
     }

@@ -91,7 +91,7 @@ const HOOK: &str = "team/webhook/0";
 
 fn webhook(url: &str, timeout: Duration, secret: Option<&str>) -> Integrations {
     let hook = webhook::Webhook {
-        target: HttpTarget { client: reqwest::Client::new(), url: Secret::new(url), timeout },
+        target: HttpTarget::new(reqwest::Client::new(), Secret::new(url), timeout),
         hmac_secret: secret.map(Secret::new),
         signature_header: webhook::SIGNATURE_HEADER.into(),
         body_template: None,
@@ -344,7 +344,7 @@ async fn a_body_template_replaces_the_v4_message() {
     let (r, url) = receiver(vec![]).await;
     let template = template::BodyTemplate::parse(r#"{"msg": {{ .Title }}, "group": {{ .GroupKey }}}"#).unwrap();
     let hook = webhook::Webhook {
-        target: HttpTarget { client: reqwest::Client::new(), url: Secret::new(url), timeout: Duration::from_secs(5) },
+        target: HttpTarget::new(reqwest::Client::new(), Secret::new(url), Duration::from_secs(5)),
         hmac_secret: Some(Secret::new("k")),
         signature_header: "X-Sig".into(),
         body_template: Some(template),

@@ -31,7 +31,7 @@ impl Integration for Webhook {
             if let Some(secret) = &self.hmac_secret {
                 headers.push((self.signature_header.as_str(), format!("sha256={}", sign_hex(secret, body))));
             }
-            self.target.post(self.target.url.expose(), key, &headers, body).await?;
+            self.target.post_here(key, &headers, body).await?;
             Ok(())
         })
     }

@@ -35,7 +35,7 @@ impl Integration for WeCom {
     fn send<'a>(&'a self, body: &'a [u8], key: &'a str) -> BoxFuture<'a, Result<(), DeliverError>> {
         Box::pin(async move {
             self.limit.acquire().await;
-            let answer = self.target.post(self.target.url.expose(), key, &[], body).await?;
+            let answer = self.target.post_here(key, &[], body).await?;
             check(&answer, "errcode", "errmsg", TOO_FAST)
         })
     }

@@ -1,5 +1,6 @@
 //! HTTP receivers behind a private CA: `global.http_config.tls_config.ca_file` makes delivery to an
-//! HTTPS webhook succeed; without it the delivery fails naming the certificate problem.
+//! HTTPS webhook succeed; without it the delivery fails naming the certificate problem. A receiver
+//! that requires mutual TLS takes the client certificate of the webhook's own `http_config`.
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use std::sync::Arc;
@@ -7,25 +8,48 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::rustls;
 
-/// A CA (PEM) and a TLS server configuration for `localhost` with a certificate it issued.
-fn ca_and_server() -> (String, Arc<rustls::ServerConfig>) {
+/// A test CA: its PEM and what issues certificates with it.
+fn ca() -> (rcgen::Certificate, Issuer<'static, KeyPair>) {
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name.push(DnType::CommonName, "alertd test CA");
-    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
-    let issuer = Issuer::new(ca, ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".into()]).unwrap().signed_by(&leaf_key, &issuer).unwrap();
+    let cert = ca.self_signed(&ca_key).unwrap();
+    (cert, Issuer::new(ca, ca_key))
+}
+
+/// A certificate for `name` issued by `issuer`, and its key.
+fn leaf(issuer: &Issuer<'static, KeyPair>, name: &str) -> (rcgen::Certificate, KeyPair) {
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec![name.into()]).unwrap().signed_by(&key, issuer).unwrap();
+    (cert, key)
+}
+
+/// A CA (PEM) and a TLS server configuration for `localhost` with a certificate it issued; with
+/// `client_ca`, the server requires a client certificate issued by that CA.
+fn server(client_ca: Option<&rustls::pki_types::CertificateDer<'static>>) -> (String, Arc<rustls::ServerConfig>) {
+    let (ca_cert, issuer) = ca();
+    let (leaf_cert, leaf_key) = leaf(&issuer, "localhost");
+    let leaf_der = leaf_cert.der().clone();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![leaf.der().clone()], key)
-        .unwrap();
-    (ca_pem, Arc::new(cfg))
+    let builder =
+        rustls::ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().unwrap();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(der) => {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(der.clone()).unwrap();
+            let verifier =
+                rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    (ca_cert.pem(), Arc::new(builder.with_single_cert(vec![leaf_der], key).unwrap()))
+}
+
+fn ca_and_server() -> (String, Arc<rustls::ServerConfig>) {
+    server(None)
 }
 
 /// An HTTPS receiver on loopback answering every request 200; counts the requests it read.
@@ -110,10 +134,45 @@ fn ca_file_errors_name_the_key() {
     let e = argus_alertd::deliver::build(&missing).err().unwrap().to_string();
     assert!(e.contains("global.http_config.tls_config.ca_file /nonexistent/ca.pem: No such file"), "{e}");
     let e = argus_alertd::config::parse(
-        "global:\n  http_config:\n    tls_config:\n      insecure_skip_verify: true\nroute:\n  receiver: r\nreceivers:\n  - name: r\n",
+        "global:\n  http_config:\n    tls_config:\n      server_name: x\nroute:\n  receiver: r\nreceivers:\n  - name: r\n",
         "a.yml",
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("global.http_config.tls_config.insecure_skip_verify: not supported by alertd yet"), "{e}");
+    assert!(e.contains("global.http_config.tls_config.server_name: not supported by alertd yet"), "{e}");
+}
+
+#[tokio::test]
+async fn mutual_tls_takes_the_receivers_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client_ca, client_issuer) = ca();
+    let (cert, key) = leaf(&client_issuer, "alertd");
+    std::fs::write(dir.path().join("client.pem"), cert.pem()).unwrap();
+    std::fs::write(dir.path().join("client.key"), key.serialize_pem()).unwrap();
+    let (server_ca, cfg) = server(Some(client_ca.der()));
+    std::fs::write(dir.path().join("ca.pem"), server_ca).unwrap();
+    let (port, got) = https_receiver(cfg).await;
+
+    let hook = |http: &str| {
+        let yaml = format!(
+            "route:\n  receiver: hook\nreceivers:\n  - name: hook\n    webhook_configs:\n      - url: https://localhost:{port}/alerts\n        http_config: {http}\n"
+        );
+        let cfg = argus_alertd::config::parse(&yaml, &dir.path().join("alertd.yml").display().to_string()).unwrap();
+        argus_alertd::deliver::build(&cfg).unwrap().remove("hook/webhook/0").unwrap()
+    };
+    // Paths relative to the configuration file's directory.
+    let with_cert =
+        hook("{tls_config: {ca_file: ca.pem, cert_file: client.pem, key_file: client.key, min_version: TLS12}}");
+    with_cert.send(b"{}", "key-1").await.expect("delivery with the client certificate");
+    assert_eq!(got.load(Ordering::SeqCst), 1);
+
+    let without = hook("{tls_config: {ca_file: ca.pem}}");
+    let e = without.send(b"{}", "key-2").await.expect_err("no client certificate, no delivery");
+    assert!(e.is_retryable(), "{e}");
+    assert_eq!(got.load(Ordering::SeqCst), 1);
+
+    // insecure_skip_verify trusts any server certificate (and still presents the client's).
+    let skip = hook("{tls_config: {insecure_skip_verify: true, cert_file: client.pem, key_file: client.key}}");
+    skip.send(b"{}", "key-3").await.expect("delivery without verifying the server");
+    assert_eq!(got.load(Ordering::SeqCst), 2);
 }

@@ -14,10 +14,15 @@ use std::time::Duration;
 fn scheduler(url: &str, secret: Option<&str>, capacity: bool) -> Scheduler {
     Scheduler {
         receiver: "sched".into(),
-        target: HttpTarget { client: reqwest::Client::new(), url: Secret::new(url), timeout: Duration::from_secs(5) },
+        target: HttpTarget {
+            authorization: Some(crate::receiver::Authorization::Scheme {
+                scheme: "Bearer".into(),
+                credentials: SecretSource::Inline(Secret::new("tok3n")),
+            }),
+            ..HttpTarget::new(reqwest::Client::new(), Secret::new(url), Duration::from_secs(5))
+        },
         hmac_secret: secret.map(Secret::new),
         signature_header: super::super::webhook::SIGNATURE_HEADER.into(),
-        authorization: Some(Secret::new("Bearer tok3n")),
         capacity,
     }
 }
@@ -154,19 +159,18 @@ fn secrets_are_read_from_their_files_when_built() {
         url: Secret::new("http://s/"),
         hmac_secret: Some(SecretSource::File(dir.path().join("hmac"))),
         signature_header: "X-Sig".into(),
-        authorization: Some(("Bearer".into(), SecretSource::Inline(Secret::new("tok")))),
-        ca_file: None,
+        http: None,
         critical: true,
         capacity: true,
         send_resolved: true,
         timeout: Duration::from_secs(1),
         remediation: None,
     };
-    let s = Scheduler::build("sched", 0, &cfg, &reqwest::Client::new(), &[]).unwrap();
+    let target = || HttpTarget::new(reqwest::Client::new(), Secret::new("http://s/"), Duration::from_secs(1));
+    let s = Scheduler::build("sched", 0, &cfg, target()).unwrap();
     assert_eq!(s.hmac_secret.unwrap().expose(), "from-file");
-    assert_eq!(s.authorization.unwrap().expose(), "Bearer tok");
     cfg.hmac_secret = Some(SecretSource::File(dir.path().join("missing")));
-    let err = Scheduler::build("sched", 0, &cfg, &reqwest::Client::new(), &[]).err().unwrap().to_string();
+    let err = Scheduler::build("sched", 0, &cfg, target()).err().unwrap().to_string();
     assert!(err.starts_with("request failed: receivers \"sched\" scheduler_configs[0].hmac_secret: "), "{err}");
     assert!(err.contains("missing"), "the file is named: {err}");
 }
