@@ -12,6 +12,8 @@ mod held;
 mod http;
 pub mod limit;
 pub mod metrics;
+pub mod opsgenie;
+pub mod pagerduty;
 mod robot;
 pub mod scheduler;
 pub mod sign;
@@ -26,6 +28,7 @@ pub use http::HttpTarget;
 use crate::config::Config;
 use crate::notify::{Notification, Notifier, NotifyError};
 use crate::outbox::{self, Outbox, OutboxError, State};
+use crate::receiver::{HttpSettings, SecretSource};
 use crate::time::Timestamp;
 use crate::webhook::Message;
 use argus_model::Secret;
@@ -147,16 +150,20 @@ pub fn build_with_ledger(
     cfg: &Config,
     ledger: Arc<dyn scheduler::remediation::Ledger>,
 ) -> Result<Integrations, DeliverError> {
-    let global: Vec<(&str, &std::path::Path)> =
-        cfg.ca_file.iter().map(|p| ("global.http_config.tls_config.ca_file", p.as_path())).collect();
-    let client = http_client(&global)?;
-    let target = |url: &Secret, timeout| HttpTarget { client: client.clone(), url: url.clone(), timeout };
+    let global = http::client(&cfg.http)?;
+    // Each integration with its own `http_config` gets a client of its own; the others share one.
+    let target = |url: SecretSource, own: &Option<HttpSettings>, timeout| -> Result<HttpTarget, DeliverError> {
+        let settings = own.as_ref().unwrap_or(&cfg.http);
+        let client = if own.is_some() { http::client(settings)? } else { global.clone() };
+        Ok(HttpTarget { client, url, timeout, authorization: settings.authorization.clone() })
+    };
+    let inline = |s: &Secret| SecretSource::Inline(s.clone());
     let mut out = Integrations::new();
     for r in cfg.receivers.values() {
         let mut add = |kind: &str, i: usize, it: Arc<dyn Integration>| out.insert(recipient(&r.name, kind, i), it);
         for (i, w) in r.webhooks.iter().enumerate() {
             let hook = webhook::Webhook {
-                target: target(&w.url, w.timeout),
+                target: target(w.url.clone(), &w.http, w.timeout)?,
                 hmac_secret: w.hmac_secret.clone(),
                 signature_header: w.signature_header.clone(),
                 body_template: w.body_template.clone(),
@@ -165,7 +172,7 @@ pub fn build_with_ledger(
         }
         for (i, s) in r.slack.iter().enumerate() {
             let slack = slack::Slack {
-                target: target(&s.api_url, s.timeout),
+                target: target(s.api_url.clone(), &s.http, s.timeout)?,
                 channel: s.channel.clone(),
                 username: s.username.clone(),
                 icon_emoji: s.icon_emoji.clone(),
@@ -174,7 +181,7 @@ pub fn build_with_ledger(
             add("slack", i, Arc::new(slack));
         }
         for (i, b) in r.dingtalk.iter().enumerate() {
-            let t = target(&b.url, b.timeout);
+            let t = target(inline(&b.url), &b.http, b.timeout)?;
             let bot = dingtalk::DingTalk {
                 target: t,
                 secret: b.secret.clone(),
@@ -184,40 +191,35 @@ pub fn build_with_ledger(
             add("dingtalk", i, Arc::new(bot));
         }
         for (i, b) in r.feishu.iter().enumerate() {
-            let bot =
-                feishu::Feishu { target: target(&b.url, b.timeout), secret: b.secret.clone(), language: b.language };
+            let t = target(inline(&b.url), &b.http, b.timeout)?;
+            let bot = feishu::Feishu { target: t, secret: b.secret.clone(), language: b.language };
             add("feishu", i, Arc::new(bot));
         }
         for (i, b) in r.wecom.iter().enumerate() {
-            let bot = wecom::WeCom { target: target(&b.url, b.timeout), language: b.language, limit: Window::robot() };
+            let t = target(inline(&b.url), &b.http, b.timeout)?;
+            let bot = wecom::WeCom { target: t, language: b.language, limit: Window::robot() };
             add("wecom", i, Arc::new(bot));
         }
         for (i, e) in r.email.iter().enumerate() {
             add("email", i, Arc::new(email::Email { cfg: e.clone() }));
         }
+        for (i, p) in r.pagerduty.iter().enumerate() {
+            let t = target(SecretSource::Inline(Secret::new(p.url.clone())), &p.http, p.timeout)?;
+            add("pagerduty", i, Arc::new(pagerduty::PagerDuty { target: t, cfg: p.clone() }));
+        }
+        for (i, o) in r.opsgenie.iter().enumerate() {
+            let t = target(SecretSource::Inline(Secret::new(o.api_url.clone())), &o.http, o.timeout)?;
+            add("opsgenie", i, Arc::new(opsgenie::OpsGenie { target: t, cfg: o.clone() }));
+        }
         for (i, s) in r.scheduler.iter().enumerate() {
-            add("scheduler", i, Arc::new(scheduler::Scheduler::build(&r.name, i, s, &client, &global)?));
+            let t = target(inline(&s.url), &s.http, s.timeout)?;
+            add("scheduler", i, Arc::new(scheduler::Scheduler::build(&r.name, i, s, t)?));
             if let Some(rem) = &s.remediation {
                 add("remediation", i, Arc::new(scheduler::remediation::build(&r.name, i, rem, ledger.clone())?));
             }
         }
     }
     Ok(out)
-}
-
-/// An HTTP client trusting the system's CAs and those in `cas` (PEM files, each named by its field).
-fn http_client(cas: &[(&str, &std::path::Path)]) -> Result<reqwest::Client, DeliverError> {
-    let mut client = reqwest::Client::builder();
-    for (field, path) in cas {
-        let bad = |e: &dyn std::fmt::Display| DeliverError::Request(format!("{field} {}: {e}", path.display()));
-        let pem = std::fs::read(path).map_err(|e| bad(&e))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))?;
-        if certs.is_empty() {
-            return Err(bad(&"no PEM certificate in it"));
-        }
-        client = client.tls_certs_merge(certs);
-    }
-    client.build().map_err(|e| DeliverError::Request(e.to_string()))
 }
 
 /// The receivers' rate limits (`argus.rate_limit`), applied to each of their integrations.
@@ -575,5 +577,7 @@ impl Worker {
 
 #[cfg(test)]
 mod im_tests;
+#[cfg(test)]
+mod paging_tests;
 #[cfg(test)]
 mod tests;

@@ -23,6 +23,8 @@ pub struct Receiver {
     pub feishu: Vec<RobotConfig>,
     pub wecom: Vec<RobotConfig>,
     pub email: Vec<EmailConfig>,
+    pub pagerduty: Vec<PagerDutyConfig>,
+    pub opsgenie: Vec<OpsGenieConfig>,
     /// `scheduler_configs` (alertd's own): events and capacity plans to a cluster scheduler.
     pub scheduler: Vec<SchedulerConfig>,
     /// `argus.rate_limit`: each integration sends at most `max` messages per `per`; what the limit
@@ -195,6 +197,91 @@ pub enum EmailTls {
     None,
 }
 
+/// PagerDuty's Events API (Alertmanager's `pagerduty_configs`, its fields as plain text: alertd
+/// renders the summary and details itself).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PagerDutyConfig {
+    /// `routing_key` (Events API v2) or `service_key` (v1), each also from a file.
+    pub key: PagerDutyKey,
+    /// The events endpoint; default v2's (or `global.pagerduty_url`), v1's for a service key.
+    pub url: String,
+    pub http: Option<HttpSettings>,
+    /// `client` (default "Argus alertd") and `client_url` (default the external URL).
+    pub client: String,
+    pub client_url: Option<String>,
+    /// `description`: the summary; default the notification's title.
+    pub description: Option<String>,
+    /// `severity` (default `error`), `source` (default `client`), `class`, `component`, `group`.
+    pub severity: String,
+    pub source: Option<String>,
+    pub class: Option<String>,
+    pub component: Option<String>,
+    pub group: Option<String>,
+    /// `details`; default the firing and resolved alerts and their counts, as Alertmanager's.
+    pub details: Option<std::collections::BTreeMap<String, String>>,
+    pub links: Vec<(String, String)>,
+    /// Default true.
+    pub send_resolved: bool,
+    pub language: Language,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PagerDutyKey {
+    Routing(SecretSource),
+    Service(SecretSource),
+}
+
+/// PagerDuty's Events API v2 endpoint.
+pub const PAGERDUTY_V2_URL: &str = "https://events.pagerduty.com/v2/enqueue";
+/// PagerDuty's Events API v1 endpoint, for service keys.
+pub const PAGERDUTY_V1_URL: &str = "https://events.pagerduty.com/generic/2010-04-15/create_event.json";
+
+/// Opsgenie's Alert API (Alertmanager's `opsgenie_configs`, its fields as plain text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpsGenieConfig {
+    /// `api_key` / `api_key_file`, else the global ones: sent as `Authorization: GenieKey …`.
+    pub api_key: SecretSource,
+    /// Ends in `/`; default `https://api.opsgenie.com/` or `global.opsgenie_api_url`.
+    pub api_url: String,
+    pub http: Option<HttpSettings>,
+    /// `message` (default the title, at most 130 characters) and `description` (default the text).
+    pub message: Option<String>,
+    pub description: Option<String>,
+    /// `source` (default the external URL).
+    pub source: Option<String>,
+    /// Merged over the common labels, as Alertmanager's.
+    pub details: std::collections::BTreeMap<String, String>,
+    /// `(type, id, name, username)`; type `teams` names several teams, comma-separated.
+    pub responders: Vec<OpsGenieResponder>,
+    pub tags: Vec<String>,
+    pub note: Option<String>,
+    /// `P1` … `P5`.
+    pub priority: Option<String>,
+    pub entity: Option<String>,
+    pub actions: Vec<String>,
+    /// Also update an open alert's message and description (two more requests).
+    pub update_alerts: bool,
+    pub send_resolved: bool,
+    pub language: Language,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+pub struct OpsGenieResponder {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub username: String,
+}
+
+/// Opsgenie's API root.
+pub const OPSGENIE_API_URL: &str = "https://api.opsgenie.com/";
+
 /// A validated `scheduler_configs` entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchedulerConfig {
@@ -320,6 +407,8 @@ impl Receiver {
             add(kind, &mut list.iter().map(|r| (r.send_resolved, 0)));
         }
         add("email", &mut self.email.iter().map(|e| (e.send_resolved, 0)));
+        add("pagerduty", &mut self.pagerduty.iter().map(|p| (p.send_resolved, 0)));
+        add("opsgenie", &mut self.opsgenie.iter().map(|o| (o.send_resolved, 0)));
         for (index, s) in self.scheduler.iter().enumerate().filter(|(_, s)| s.critical) {
             out.push(Integration { kind: "scheduler", index, send_resolved: s.send_resolved, max_alerts: 0 });
         }

@@ -34,7 +34,7 @@ pub(super) fn url_source(
     secret(c, f, key, inline, file)
 }
 
-fn language(c: &Ctx, field: &str, v: &Option<String>) -> Result<Language, ConfigError> {
+pub(super) fn language(c: &Ctx, field: &str, v: &Option<String>) -> Result<Language, ConfigError> {
     match v.as_deref() {
         None | Some("en") => Ok(Language::En),
         Some("zh") => Ok(Language::Zh),

@@ -50,10 +50,10 @@ pub struct Global {
     /// Default of every `slack_configs` entry's `api_url`.
     pub slack_api_url: Option<String>,
     pub slack_api_url_file: Option<String>,
-    pub pagerduty_url: Unsupported,
-    pub opsgenie_api_url: Unsupported,
-    pub opsgenie_api_key: Unsupported,
-    pub opsgenie_api_key_file: Unsupported,
+    pub pagerduty_url: Option<String>,
+    pub opsgenie_api_url: Option<String>,
+    pub opsgenie_api_key: Option<String>,
+    pub opsgenie_api_key_file: Option<String>,
     pub wechat_api_url: Unsupported,
     pub wechat_api_secret: Unsupported,
     pub wechat_api_corp_id: Unsupported,
@@ -119,8 +119,10 @@ pub struct Receiver {
     pub email_configs: Vec<Email>,
     #[serde(default)]
     pub slack_configs: Vec<Slack>,
-    pub pagerduty_configs: Unsupported,
-    pub opsgenie_configs: Unsupported,
+    #[serde(default)]
+    pub pagerduty_configs: Vec<PagerDuty>,
+    #[serde(default)]
+    pub opsgenie_configs: Vec<OpsGenie>,
     pub wechat_configs: Unsupported,
     pub pushover_configs: Unsupported,
     pub victorops_configs: Unsupported,
@@ -315,6 +317,81 @@ pub struct Email {
     pub text: Unsupported,
     pub headers: Unsupported,
     pub argus: Option<ImArgus>,
+}
+
+/// Alertmanager's `pagerduty_configs`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PagerDuty {
+    pub routing_key: Option<String>,
+    pub routing_key_file: Option<String>,
+    pub service_key: Option<String>,
+    pub service_key_file: Option<String>,
+    pub url: Option<String>,
+    pub client: Option<String>,
+    pub client_url: Option<String>,
+    pub description: Option<String>,
+    pub severity: Option<String>,
+    pub source: Option<String>,
+    pub class: Option<String>,
+    pub component: Option<String>,
+    pub group: Option<String>,
+    pub details: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub links: Vec<PagerDutyLink>,
+    pub images: Unsupported,
+    pub send_resolved: Option<bool>,
+    pub http_config: Option<HttpConfig>,
+    pub timeout: Option<String>,
+    pub argus: Option<ImArgus>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PagerDutyLink {
+    pub href: String,
+    #[serde(default)]
+    pub text: String,
+}
+
+/// Alertmanager's `opsgenie_configs`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpsGenie {
+    pub api_key: Option<String>,
+    pub api_key_file: Option<String>,
+    pub api_url: Option<String>,
+    pub message: Option<String>,
+    pub description: Option<String>,
+    pub source: Option<String>,
+    #[serde(default)]
+    pub details: BTreeMap<String, String>,
+    #[serde(default)]
+    pub responders: Vec<OpsGenieResponder>,
+    pub tags: Option<String>,
+    pub note: Option<String>,
+    pub priority: Option<String>,
+    pub entity: Option<String>,
+    pub actions: Option<String>,
+    pub update_alerts: Option<bool>,
+    pub visible_to: Unsupported,
+    pub send_resolved: Option<bool>,
+    pub http_config: Option<HttpConfig>,
+    pub timeout: Option<String>,
+    pub argus: Option<ImArgus>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpsGenieResponder {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub username: String,
 }
 
 /// `slack_configs[].argus:`, `email_configs[].argus:`.

@@ -68,8 +68,8 @@ fn bad_input_names_line_and_field() {
         expect![[r#"alertd.yml:2: route.receiver: undefined receiver "nobody""#]],
     );
     check(
-        "route:\n  receiver: r\nreceivers:\n  - name: r\n    pagerduty_configs:\n      - routing_key: k\n",
-        expect!["alertd.yml:5: receivers[0].pagerduty_configs: not supported by alertd yet"],
+        "route:\n  receiver: r\nreceivers:\n  - name: r\n    victorops_configs:\n      - routing_key: k\n",
+        expect!["alertd.yml:5: receivers[0].victorops_configs: not supported by alertd yet"],
     );
     check(
         &format!("global:\n  wechat_api_secret: s\nroute:\n  receiver: r\n{r}"),

@@ -2,7 +2,7 @@
 //! is written (config/locate.rs).
 
 use super::raw;
-use super::{Config, ConfigError, duration, http, im, locate, matchers, scheduler};
+use super::{Config, ConfigError, duration, http, im, locate, matchers, paging, scheduler};
 use crate::escalate::EscalationRule;
 use crate::flap::FlapConfig;
 use crate::incident::{CauseRule, CorrelationConfig};
@@ -99,10 +99,6 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         &[
             ("smtp_auth_secret", g.smtp_auth_secret.is_some()),
             ("smtp_auth_identity", g.smtp_auth_identity.is_some()),
-            ("pagerduty_url", g.pagerduty_url.is_some()),
-            ("opsgenie_api_url", g.opsgenie_api_url.is_some()),
-            ("opsgenie_api_key", g.opsgenie_api_key.is_some()),
-            ("opsgenie_api_key_file", g.opsgenie_api_key_file.is_some()),
             ("wechat_api_url", g.wechat_api_url.is_some()),
             ("wechat_api_secret", g.wechat_api_secret.is_some()),
             ("wechat_api_corp_id", g.wechat_api_corp_id.is_some()),
@@ -133,8 +129,6 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
             &c,
             &field,
             &[
-                ("pagerduty_configs", r.pagerduty_configs.is_some()),
-                ("opsgenie_configs", r.opsgenie_configs.is_some()),
                 ("wechat_configs", r.wechat_configs.is_some()),
                 ("pushover_configs", r.pushover_configs.is_some()),
                 ("victorops_configs", r.victorops_configs.is_some()),
@@ -189,6 +183,7 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         }
         let mut receiver = Receiver { name: r.name.clone(), webhooks, ..Receiver::default() };
         im::receivers(&c, g, r, &field, &mut receiver)?;
+        paging::receivers(&c, g, r, &field, &mut receiver)?;
         scheduler::receivers(&c, r, &field, &mut receiver)?;
         if receivers.insert(r.name.clone(), receiver).is_some() {
             return Err(c.err(format!("{field}name"), &r.name, format!("receiver {:?} is defined twice", r.name)));

@@ -51,9 +51,21 @@ impl HttpTarget {
         headers: &[(&str, String)],
         body: &[u8],
     ) -> Result<Vec<u8>, DeliverError> {
+        self.request(reqwest::Method::POST, url, key, headers, body).await
+    }
+
+    /// [`HttpTarget::post`] with another method (Opsgenie's updates are `PUT`s).
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        key: &str,
+        headers: &[(&str, String)],
+        body: &[u8],
+    ) -> Result<Vec<u8>, DeliverError> {
         let mut req = self
             .client
-            .post(url)
+            .request(method, url)
             .timeout(self.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("Idempotency-Key", key)
@@ -61,7 +73,9 @@ impl HttpTarget {
         for (k, v) in headers {
             req = req.header(*k, v);
         }
-        if let Some(auth) = &self.authorization {
+        // An integration that authenticates in its own way (Opsgenie's `GenieKey`) wins over http_config's.
+        let own = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        if let Some(auth) = self.authorization.as_ref().filter(|_| !own) {
             let value = header(auth).map_err(DeliverError::Request)?;
             let mut value = reqwest::header::HeaderValue::from_str(value.expose())
                 .map_err(|_| DeliverError::Refused("http_config credentials are not a valid header value".into()))?;
