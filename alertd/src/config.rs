@@ -3,10 +3,12 @@
 //! names the file, the line where it can be found, and the field.
 
 pub mod duration;
+mod http;
 mod im;
 mod locate;
 pub mod mask;
 pub mod matchers;
+mod paging;
 pub mod raw;
 mod rules;
 mod scheduler;
@@ -28,9 +30,9 @@ use std::time::Duration;
 /// A validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `global.http_config.tls_config.ca_file`: certificate authorities every HTTP receiver trusts
-    /// besides the system's (a private CA in front of an internal webhook).
-    pub ca_file: Option<std::path::PathBuf>,
+    /// `global.http_config`: the HTTP settings of every HTTP receiver without its own (a private
+    /// CA in front of an internal webhook, a proxy to the internet, a token).
+    pub http: crate::receiver::HttpSettings,
     pub resolve_timeout: Duration,
     pub route: Route,
     pub inhibit_rules: Vec<InhibitRule>,

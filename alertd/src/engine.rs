@@ -9,7 +9,7 @@ use crate::escalate::{Due, Escalator};
 use crate::flap::FlapDetector;
 use crate::incident::Correlator;
 use crate::inhibit::Inhibitor;
-use crate::memory::{BackoffMemory, FlapMemory, IncidentMemory, Memory, MemorySink};
+use crate::memory::{BackoffMemory, FlapMemory, Memory, MemorySink};
 use crate::nflog::NotificationLog;
 use crate::notify::{
     Ctx, DedupStage, HoldStage, MuteStage, Notifier, Pipeline, SendStage, SetNotifiesStage, TimeActiveStage,
@@ -190,22 +190,10 @@ impl Engine {
     /// Incident `id` of `route_group` as remembered.
     fn incident_memory(&self, route_group: &str, id: u64) -> Option<Memory> {
         let c = self.correlator.as_ref()?;
-        let i = c.incident(route_group, id)?;
         let progress = self.escalator.progress(id);
-        let until = i.latest_end();
-        Some(Memory::Incident(IncidentMemory {
-            v: 0,
-            route_group: route_group.to_string(),
-            id,
-            origin: i.origin.clone(),
-            opened_at: i.opened_at.0,
-            topology: i.topology().cloned().collect(),
-            until: until.0,
-            notified: progress.as_ref().map(|p| (p.group_key.clone(), p.notified_at.0)),
-            ack: i.ack.clone(),
-            escalated: progress.map(|p| p.done).unwrap_or_default(),
-            expires_at: (until + c.cfg.window).0,
-        }))
+        let notified = progress.as_ref().map(|p| (p.group_key.clone(), p.notified_at.0));
+        let escalated = progress.map(|p| p.done).unwrap_or_default();
+        c.memory(route_group, id, notified, escalated).map(|m| Memory::Incident(Box::new(m)))
     }
 
     fn backoff_memory(&self, origin: &str) -> Option<Memory> {

@@ -10,7 +10,9 @@
 //!
 //! An incident that opens where one closed less than `recurrence_window` ago, with one of its
 //! alertnames, recurs it (`recurrence`): it is linked to the earlier one and backs off with the
-//! earlier one's notification history, so its first notification is rationed like an update.
+//! earlier one's notification history, so its first notification is rationed like an update. The
+//! engine's memory keeps closed incidents for `recurrence_window` (`Correlator::memory`,
+//! `Correlator::merge_incident`), so a restart or a replica links recurrences as this process would.
 //!
 //! A topology value most of a route group's hosts carry (`job="node-exporter"`, a cluster-wide label)
 //! says nothing about which trouble belongs together: a value carried by the alerts of at least
@@ -19,6 +21,7 @@
 //! hosts, still joins their alerts.
 
 use crate::alert::{Alert, Fingerprint};
+use crate::memory::{IncidentMemory, MAX_NOTIFIED};
 use crate::time::Timestamp;
 use argus_model::{MatchOp, Matcher};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -27,7 +30,7 @@ use std::time::Duration;
 
 mod recurrence;
 #[cfg(test)]
-mod recurrence_tests;
+pub(crate) mod recurrence_tests;
 
 pub use recurrence::{CRITICAL, Recurrence};
 use recurrence::{Closed, History};
@@ -137,6 +140,8 @@ pub struct Incident {
     until: Timestamp,
     /// The latest end of its alerts when it was last remembered (`Correlator::remembered`).
     remembered: Timestamp,
+    /// How many alertnames it had when it was last remembered.
+    remembered_names: usize,
     /// Its first acknowledgement, made here or on a peer.
     pub ack: Option<crate::memory::Acknowledgement>,
     /// Alertnames of its alerts.
@@ -164,6 +169,34 @@ impl Incident {
 
     pub fn size(&self) -> usize {
         self.members.len()
+    }
+
+    /// Its place in a chain of recurrences: its origin, when the chain's first occurrence opened, and
+    /// which occurrence it is.
+    fn chain(&self) -> (&str, Timestamp, u32) {
+        match &self.recurrence {
+            Some(r) => (&self.origin, r.since, r.occurrence),
+            None => (&self.origin, self.opened_at, 1),
+        }
+    }
+
+    /// An incident as a peer or an earlier process remembers it (without its alerts, which come
+    /// again).
+    fn from_memory(m: &IncidentMemory) -> Incident {
+        Incident {
+            id: m.id,
+            origin: m.origin.clone(),
+            topology: m.topology.iter().cloned().collect(),
+            members: HashMap::new(),
+            opened_at: Timestamp(m.opened_at),
+            until: Timestamp(m.until),
+            remembered: Timestamp(m.until),
+            remembered_names: m.names.len(),
+            ack: m.ack.clone(),
+            names: m.names.iter().cloned().collect(),
+            recurrence: m.recurrence.as_ref().map(Recurrence::from_memory),
+            paged: m.paged || m.notified.is_some(),
+        }
     }
 
     /// What is kept of it once closed, for its recurrences, with the alerts it notified.
@@ -368,6 +401,7 @@ impl Correlator {
                     opened_at: now,
                     until: never,
                     remembered: never,
+                    remembered_names: 0,
                     ack: None,
                     names: BTreeSet::new(),
                     recurrence,
@@ -436,39 +470,102 @@ impl Correlator {
     }
 
     /// Merges an incident that a peer or an earlier process remembers. The same incident here
-    /// gains its topology, the earlier opening and the later end; one not held here opens under its
-    /// number, unless it has closed by `now` or an incident here shares its topology (that one,
-    /// which may already have been notified, keeps its number). True when anything changed.
-    pub fn merge_incident(&mut self, m: &crate::memory::IncidentMemory, now: Timestamp) -> bool {
-        let window = self.cfg.window;
+    /// gains its topology, alertnames and notified alerts, the earlier opening, the later end, a
+    /// notification and the recurrence that stands (`Recurrence::supersedes`); one not held here
+    /// opens under its number, unless an incident here shares its topology (that one, which may
+    /// already have been notified, keeps its number). One that has closed by `now` is kept for its
+    /// recurrences until `recurrence_window` after its close, unless a later occurrence of its chain
+    /// is known (`History::remember`). True when anything changed.
+    pub fn merge_incident(&mut self, m: &IncidentMemory, now: Timestamp) -> bool {
+        let (window, rw) = (self.cfg.window, self.cfg.recurrence_window);
         let topo: BTreeSet<(String, String)> = m.topology.iter().cloned().collect();
+        let notified = self.notified.get_mut().unwrap_or_else(|e| e.into_inner());
         let list = self.incidents.entry(m.route_group.clone()).or_default();
+        let history = self.history.entry(m.route_group.clone()).or_default();
         if let Some(i) = list.iter_mut().find(|i| i.id == m.id) {
-            let before = (i.topology.len(), i.opened_at, i.until, i.ack.clone());
+            let before = (i.topology.len(), i.opened_at, i.until, i.ack.clone(), i.names.len(), i.paged);
             i.topology.extend(topo);
             i.opened_at = i.opened_at.min(Timestamp(m.opened_at));
             i.until = i.until.max(Timestamp(m.until));
             i.ack = crate::memory::Acknowledgement::first(i.ack.take(), m.ack.clone());
-            return before != (i.topology.len(), i.opened_at, i.until, i.ack.clone());
+            i.names.extend(m.names.iter().cloned());
+            i.paged |= m.paged || m.notified.is_some();
+            let mut changed = before != (i.topology.len(), i.opened_at, i.until, i.ack.clone(), i.names.len(), i.paged);
+            if let Some(r) = m.recurrence.as_ref().map(Recurrence::from_memory)
+                && i.recurrence.as_ref().is_none_or(|held| r.supersedes(held))
+            {
+                history.supersede(&i.origin, r.since, r.occurrence);
+                i.recurrence = Some(r);
+                changed = true;
+            }
+            let fps = notified.entry(m.id).or_default();
+            let n = fps.len();
+            fps.extend(m.alerts_notified.iter().copied());
+            return changed || fps.len() != n;
         }
-        if now >= Timestamp(m.until) + window || topo.is_empty() || list.iter().any(|i| !i.topology.is_disjoint(&topo))
-        {
+        if topo.is_empty() {
             return false;
         }
-        list.push(Incident {
-            id: m.id,
-            origin: m.origin.clone(),
-            topology: topo,
-            members: HashMap::new(),
-            opened_at: Timestamp(m.opened_at),
-            until: Timestamp(m.until),
-            remembered: Timestamp(m.until),
-            ack: m.ack.clone(),
-            names: BTreeSet::new(),
-            recurrence: None,
-            paged: m.notified.is_some(),
-        });
+        if !self.by_content {
+            // Its number is taken, even if no notification (and so no history row) recorded it.
+            self.next_id = self.next_id.max(m.id.saturating_add(1));
+        }
+        let inc = Incident::from_memory(m);
+        if now >= Timestamp(m.until) + window {
+            let closed = inc.closed(window, m.alerts_notified.iter().copied().collect());
+            let (origin, since, occurrence) = (&closed.origin, closed.since, closed.occurrence);
+            let recurred = list.iter().any(|i| {
+                let (o, s, n) = i.chain();
+                o == origin && s == since && n > occurrence
+            });
+            if rw.is_zero() || now >= closed.closed_at + rw || recurred {
+                return false;
+            }
+            return history.remember(closed);
+        }
+        if list.iter().any(|i| !i.topology.is_disjoint(&inc.topology)) {
+            return false;
+        }
+        let (origin, since, occurrence) = inc.chain();
+        history.supersede(origin, since, occurrence);
+        notified.entry(m.id).or_default().extend(m.alerts_notified.iter().copied());
+        list.push(inc);
         true
+    }
+
+    /// Incident `id` of `group` as the engine's memory keeps it (`crate::memory`), with the first
+    /// notification and the escalations done that the engine's escalator holds. It expires
+    /// `recurrence_window` after the incident would close, unless its alerts keep it open.
+    pub fn memory(
+        &self,
+        group: &str,
+        id: u64,
+        notified: Option<(String, i64)>,
+        escalated: Vec<usize>,
+    ) -> Option<IncidentMemory> {
+        let i = self.incident(group, id)?;
+        let until = i.latest_end();
+        let alerts_notified = {
+            let n = self.notified.lock().unwrap_or_else(|e| e.into_inner());
+            n.get(&id).map(|fps| fps.iter().take(MAX_NOTIFIED).copied().collect()).unwrap_or_default()
+        };
+        Some(IncidentMemory {
+            v: crate::memory::FORMAT_VERSION,
+            route_group: group.to_string(),
+            id,
+            origin: i.origin.clone(),
+            opened_at: i.opened_at.0,
+            topology: i.topology.iter().cloned().collect(),
+            until: until.0,
+            notified,
+            ack: i.ack.clone(),
+            escalated,
+            expires_at: (until + self.cfg.window + self.cfg.recurrence_window).0,
+            names: i.names.iter().cloned().collect(),
+            alerts_notified,
+            paged: i.paged,
+            recurrence: i.recurrence.as_ref().map(Recurrence::to_memory),
+        })
     }
 
     /// Records the acknowledgement of incident `id` (the first one stands). False when no open
@@ -485,15 +582,19 @@ impl Correlator {
     pub fn remembered(&mut self, group: &str, id: u64) {
         if let Some(i) = self.incidents.get_mut(group).and_then(|l| l.iter_mut().find(|i| i.id == id)) {
             i.remembered = i.latest_end();
+            i.remembered_names = i.names.len();
         }
     }
 
     /// Whether incident `id` of `group` should be remembered again: its alerts now end more than a
-    /// quarter of the correlation window after what was last remembered. Alerts that keep firing
-    /// push their ends forward at every resend; a replica or a restart that read an end older than
-    /// the window would take the incident for closed, and open another for its next alert.
+    /// quarter of the correlation window after what was last remembered, or it has an alertname
+    /// more. Alerts that keep firing push their ends forward at every resend; a replica or a restart
+    /// that read an end older than the window would take the incident for closed, and open another
+    /// for its next alert. An alertname it was not remembered with would not be recognised in a
+    /// recurrence after a restart.
     pub fn stale(&self, group: &str, id: u64) -> bool {
-        self.incident(group, id).is_some_and(|i| i.latest_end() > i.remembered + self.cfg.window / 4)
+        self.incident(group, id)
+            .is_some_and(|i| i.latest_end() > i.remembered + self.cfg.window / 4 || i.names.len() != i.remembered_names)
     }
 
     /// How many new alerts the next notification for `origin` needs at `now`.
@@ -686,5 +787,47 @@ mod tests {
         assert!(c.merge_sent("host=a", &[late]));
         assert_eq!(c.sent_times("host=a"), [Timestamp(1000), late]);
         assert!(!c.merge_sent("host=a", &[Timestamp(400)]));
+    }
+
+    /// What a restart or a replica reads back of closed incidents links the next occurrence as the
+    /// process that saw them would, whatever order the items come in; a remembered number is not
+    /// given again.
+    #[test]
+    fn remembered_occurrences_link_the_next_in_any_order() {
+        let cfg = CorrelationConfig { recurrence_window: Duration::from_secs(3600), ..CorrelationConfig::default() };
+        let disk = |ends: i64| alert(&[("alertname", "DiskFull"), ("host", "a")], ends);
+        let mut live = Correlator::new(cfg.clone());
+        let first = live.assign("g", &disk(1_000), Timestamp(0)).unwrap();
+        let m1 = live.memory("g", first, None, vec![]).unwrap();
+        // Closed at 601 s; back at 700 s.
+        let second = live.assign("g", &disk(701_000), Timestamp(700_000)).unwrap();
+        let m2 = live.memory("g", second, None, vec![]).unwrap();
+        let r = m2.recurrence.as_ref().unwrap();
+        assert_eq!(
+            (r.occurrence, r.of, r.held, m2.names.as_slice()),
+            (2, first, 1, ["DiskFull".to_string()].as_slice())
+        );
+        assert_eq!(m2.expires_at, 701_000 + 600_000 + 3_600_000, "kept for the recurrence window after it closes");
+
+        let later = Timestamp(1_400_000);
+        for items in [[&m1, &m2], [&m2, &m1]] {
+            let mut c = Correlator::new(cfg.clone());
+            for m in items {
+                c.merge_incident(m, later);
+            }
+            let third = c.assign("g", &disk(2_000_000), later).unwrap();
+            assert_eq!(third, 3);
+            let r = c.incident("g", third).unwrap().recurrence.clone().unwrap();
+            assert_eq!((r.occurrence, r.of, r.held), (3, second, 2), "the latest occurrence, both held");
+        }
+        // Still open when a replica reads it: held there with its recurrence, and the first
+        // occurrence, which it recurs, is not kept beside it.
+        let mut c = Correlator::new(cfg.clone());
+        assert!(c.merge_incident(&m2, Timestamp(710_000)));
+        assert!(!c.merge_incident(&m1, Timestamp(710_000)));
+        assert_eq!(c.incident("g", second).unwrap().recurrence.as_ref().map(|r| r.occurrence), Some(2));
+        // Without a recurrence window a closed incident is not kept.
+        let mut c = Correlator::new(CorrelationConfig::default());
+        assert!(!c.merge_incident(&m1, later));
     }
 }

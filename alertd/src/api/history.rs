@@ -31,6 +31,40 @@ pub(super) fn ok<T>(data: T) -> Json<Success<T>> {
     Json(Success { status: "success", data })
 }
 
+/// One incident as `GET /api/v1/incidents` shows it: its history row and, when it recurs an earlier
+/// incident, how.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct IncidentEntry {
+    #[serde(flatten)]
+    row: IncidentRow,
+    /// Present when the incident recurs an earlier one (`argus.correlation.recurrence_window`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recurrence: Option<IncidentRecurrence>,
+}
+
+/// How an incident recurs an earlier one, as its first notification said (`argus_occurrence`,
+/// `argus_recurrence_of`, `argus_recurrences_held`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct IncidentRecurrence {
+    /// Which occurrence of the problem it is: 2 for the first recurrence.
+    occurrence: u32,
+    /// The engine number (`engineId`) of the occurrence it recurs.
+    recurrence_of: u64,
+    /// Earlier occurrences, since the last one notified, that were held back and never notified.
+    recurrences_held: u32,
+}
+
+impl IncidentEntry {
+    fn of(db: &crate::db::Db, row: IncidentRow) -> Result<IncidentEntry, crate::db::DbError> {
+        let recurrence = db.incident_recurrence(row.id, row.first_notified_at)?.map(|r| IncidentRecurrence {
+            occurrence: r.occurrence,
+            recurrence_of: r.of,
+            recurrences_held: r.held,
+        });
+        Ok(IncidentEntry { row, recurrence })
+    }
+}
+
 /// An error in the Prometheus API's envelope.
 pub struct V1Error(ApiError);
 
@@ -101,12 +135,14 @@ fn range(p: &Params) -> Result<Range, ApiError> {
     params(("start" = Option<String>, Query, description = "Start: Unix seconds or RFC 3339", example = "1700000000"),
         ("end" = Option<String>, Query, description = "End: Unix seconds or RFC 3339", example = "1800000000"),
         ("limit" = Option<String>, Query, description = "At most this many rows (default 100, at most 10,000)", example = "100")),
-    responses((status = 200, description = "Incidents, newest first", body = Success<Vec<IncidentRow>>), HistoryErrors))]
+    responses((status = 200, description = "Incidents, newest first", body = Success<Vec<IncidentEntry>>), HistoryErrors))]
 pub async fn get_incidents(
     Ext(s): Ext<State>,
     Query(p): Query<Params>,
-) -> Result<Json<Success<Vec<IncidentRow>>>, V1Error> {
-    Ok(ok(s.db.incidents(range(&p)?)?))
+) -> Result<Json<Success<Vec<IncidentEntry>>>, V1Error> {
+    let rows = s.db.incidents(range(&p)?)?;
+    let list = rows.into_iter().map(|row| IncidentEntry::of(&s.db, row)).collect::<Result<_, _>>()?;
+    Ok(ok(list))
 }
 
 /// `GET /api/v1/notifications?start=&end=&limit=&receiver=`: notifications sent in the range,
@@ -144,7 +180,7 @@ fn incident_id(id: &str) -> Result<i64, ApiError> {
 #[utoipa::path(post, path = "/api/v1/incidents/{id}/ack", tag = HISTORY_TAG,
     params(("id" = i64, Path, description = "The incident's `id`")),
     request_body(content = Option<AckBody>, description = "Who acknowledges and why (optional)"),
-    responses((status = 200, description = "The incident, acknowledged", body = Success<IncidentRow>),
+    responses((status = 200, description = "The incident, acknowledged", body = Success<IncidentEntry>),
         (status = 404, description = "No incident has this id (`not_found`)", body = PromError),
         (status = 413, description = "A body larger than `alertd.max_body_bytes` (`bad_data`)", body = PromError),
         HistoryErrors))]
@@ -152,7 +188,7 @@ pub async fn ack_incident(
     Ext(s): Ext<State>,
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Success<IncidentRow>>, V1Error> {
+) -> Result<Json<Success<IncidentEntry>>, V1Error> {
     let id = incident_id(&id)?;
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
     let b: AckBody = if body.iter().all(u8::is_ascii_whitespace) {
@@ -172,7 +208,7 @@ pub async fn ack_incident(
                 s.engine.changed();
             }
             tracing::info!(incident = id, by = %ack.by, "Incident acknowledged");
-            Ok(ok(row))
+            Ok(ok(IncidentEntry::of(&s.db, row)?))
         }
         None => Err(ApiError::NotFound(format!("incident {id} not found")).into()),
     }

@@ -474,3 +474,51 @@ fn the_document_lists_every_operation_served() {
         ]
     );
 }
+
+/// An incident that recurs an earlier one shows how (`recurrence`), as its first notification said;
+/// one that does not has no `recurrence`.
+#[tokio::test(start_paused = true)]
+async fn a_recurring_incident_shows_what_it_recurs() {
+    let config = "route: {receiver: team, group_by: [cluster], group_wait: 30s, group_interval: 1m, repeat_interval: 4h}\n\
+         receivers: [{name: team, webhook_configs: [{url: 'http://localhost:5001/', send_resolved: false}]}]\n\
+         argus:\n  correlation: {labels: [host], window: 10m, backoff_step: 1, recurrence_window: 1h}\n";
+    let a = api(config, DEFAULT_MAX_BODY_BYTES);
+    let timers = tokio::spawn(crate::runner::run_shared(a.state.engine.clone()));
+    let disk = |severity: &str, from: u64| {
+        let at = |s: u64| Timestamp(T0.0 + s as i64 * 1000).to_string();
+        json!([{"labels": {"alertname": "DiskFull", "host": "h1", "severity": severity},
+            "startsAt": at(from), "endsAt": at(from + 60)}])
+    };
+    assert_eq!(a.post("/api/v2/alerts", disk("warning", 0)).await.0, 200);
+    // Resolved at 1m, closed at 11m; back at 20m, critical, so it pages although the backoff would
+    // hold a warning.
+    tokio::time::sleep(Duration::from_secs(1200)).await;
+    assert_eq!(a.post("/api/v2/alerts", disk("critical", 1200)).await.0, 200);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let list = a.get("/api/v1/incidents").await["data"].clone();
+    let shown: Vec<(i64, Option<&Value>)> =
+        list.as_array().unwrap().iter().map(|i| (i["engineId"].as_i64().unwrap(), i.get("recurrence"))).collect();
+    let recurrence = json!({"occurrence": 2, "recurrence_of": 1, "recurrences_held": 0});
+    assert_eq!(shown, [(2, Some(&recurrence)), (1, None)], "{list}");
+    // The acknowledged incident is answered the same way.
+    let id = list[0]["id"].as_i64().unwrap();
+    let (status, v) = a.post(&format!("/api/v1/incidents/{id}/ack"), json!({"by": "ana"})).await;
+    assert_eq!((status, &v["data"]["recurrence"]), (200, &recurrence), "{v}");
+    timers.abort();
+}
+
+/// The incident list's schema has the history row's fields and the optional `recurrence`.
+#[test]
+fn the_document_describes_an_incidents_recurrence() {
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let entry = &schemas["IncidentEntry"]["allOf"];
+    assert_eq!(entry[0]["$ref"], "#/components/schemas/IncidentRow");
+    let recurrence = &entry[1]["properties"]["recurrence"]["oneOf"][1]["$ref"];
+    assert_eq!(recurrence, "#/components/schemas/IncidentRecurrence");
+    assert!(entry[1].get("required").is_none(), "recurrence is optional: {entry}");
+    let required = &schemas["IncidentRecurrence"]["required"];
+    assert_eq!(required, &json!(["occurrence", "recurrence_of", "recurrences_held"]));
+    let listed = &doc["paths"]["/api/v1/incidents"]["get"]["responses"]["200"]["content"]["application/json"];
+    assert_eq!(listed["schema"]["$ref"], "#/components/schemas/Success_Vec_IncidentEntry");
+}

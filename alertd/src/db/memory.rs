@@ -1,11 +1,12 @@
 //! The engine's memory (`crate::memory`) in the `memory` table: written as it changes, read at
 //! start, so a lone alertd keeps its open incidents, acknowledgements, escalation timers, backoff
-//! and flap history across a restart.
+//! and flap history across a restart. Also reads, for the incident list, how a notified incident
+//! recurred (`Db::incident_recurrence`).
 
 use super::{Db, DbError};
 use crate::memory::{Memory, MemorySink};
 use crate::time::Timestamp;
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 use std::sync::Arc;
 
 pub struct DbMemory {
@@ -69,5 +70,46 @@ impl MemorySink for DbMemory {
         if let Err(error) = self.db.conn().execute("DELETE FROM memory WHERE expires_at <= ?1", [now.0]) {
             tracing::error!(%error, "Engine memory not garbage-collected");
         }
+    }
+}
+
+// === impl Db (recurrences in the history) ===
+
+/// How an incident of the history recurs an earlier one, as its first notification said
+/// (`Recurrence::annotations`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NotifiedRecurrence {
+    pub occurrence: u32,
+    /// The engine number of the occurrence it recurs.
+    pub of: u64,
+    pub held: u32,
+}
+
+impl Db {
+    /// How incident `id` (the history's id, first notified at `first_notified_at`) recurs an earlier
+    /// one, read from the annotations its first notification carried; None when it does not recur.
+    /// The notification is found through the index on its time.
+    pub fn incident_recurrence(
+        &self,
+        id: i64,
+        first_notified_at: Timestamp,
+    ) -> Result<Option<NotifiedRecurrence>, DbError> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT json_extract(payload, '$.commonAnnotations.argus_occurrence'),
+                    json_extract(payload, '$.commonAnnotations.argus_recurrence_of'),
+                    json_extract(payload, '$.commonAnnotations.argus_recurrences_held')
+             FROM notifications WHERE at = ?2 AND incident_id = ?1 ORDER BY id LIMIT 1",
+        )?;
+        let row = st
+            .query_row(params![id, first_notified_at.0], |r| {
+                Ok((r.get::<_, Option<String>>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, Option<String>>(2)?))
+            })
+            .optional()?;
+        let Some((Some(occurrence), Some(of), held)) = row else { return Ok(None) };
+        // Annotations an alert's sender set itself, not a number, are not alertd's.
+        let (Ok(occurrence), Ok(of)) = (occurrence.parse(), of.parse()) else { return Ok(None) };
+        let held = held.and_then(|h| h.parse().ok()).unwrap_or(0);
+        Ok(Some(NotifiedRecurrence { occurrence, of, held }))
     }
 }

@@ -288,7 +288,7 @@ fn an_acknowledgement_remembered_from_a_peer_marks_the_history() {
     let row = db.incidents(Range { start: T0, end: at(1000), limit: 10 }).unwrap().remove(0);
     assert_eq!(row.acknowledged, None);
     let remembered = |by: &str, t: u64| {
-        Memory::Incident(IncidentMemory {
+        Memory::Incident(Box::new(IncidentMemory {
             v: 1,
             route_group: "g".into(),
             id: row.engine_id as u64,
@@ -300,7 +300,11 @@ fn an_acknowledgement_remembered_from_a_peer_marks_the_history() {
             ack: Some(Acknowledgement { at: at(t).0, by: by.into(), comment: "on it".into() }),
             escalated: vec![],
             expires_at: at(1200).0,
-        })
+            names: vec![],
+            alerts_notified: vec![],
+            paged: false,
+            recurrence: None,
+        }))
     };
     let kept = DbMemory::new(db.clone());
     kept.remember(&remembered("oncall", 100));
@@ -359,4 +363,147 @@ fn a_restarted_lone_alertd_keeps_its_incidents_escalation_timers_and_acknowledge
         [(930, "lead".to_string(), h1.id)],
         "h1 escalates on its first clock; h2 was acknowledged"
     );
+}
+
+// === recurring incidents across a restart (crate::incident::recurrence) ===
+
+use crate::incident::recurrence_tests::{self as rt, episode};
+use crate::suppressed::{Reason, Timer};
+
+/// A lone alertd with recurrences kept for `recurrence_window`, on the database in `dir`, started at
+/// `now` as `src/alertd.rs` starts one: incident numbers after the history's, then its memory.
+fn start_recurring(dir: &std::path::Path, recurrence_window: &str, rec: Arc<Recorder>, now: Timestamp) -> Engine {
+    let db = Arc::new(Db::open(dir).unwrap());
+    let log = Arc::new(DbLog::load(db.clone()).unwrap());
+    let kept = Arc::new(DbMemory::new(db.clone()));
+    let notifier = Arc::new(HistoryNotifier { inner: rec, db: db.clone() });
+    let cfg = rt::config(recurrence_window, 1);
+    let mut e = Engine::new(cfg, Arc::new(crate::silence::MemSilences::default()), log, notifier);
+    e.number_incidents_after(db.last_incident_number().unwrap());
+    e.remember_with(kept.clone());
+    for m in kept.load(now).unwrap() {
+        e.merge_memory(&m, now);
+    }
+    e
+}
+
+/// The incidents alertd.db remembers at `now`: (number, occurrence, recurs, held) of each.
+fn remembered(dir: &std::path::Path, now: Timestamp) -> Vec<(u64, u32, u64, u32)> {
+    use crate::memory::Memory;
+    let kept = DbMemory::new(Arc::new(Db::open(dir).unwrap()));
+    let mut out: Vec<_> = kept
+        .load(now)
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            Memory::Incident(i) => Some(match i.recurrence {
+                Some(r) => (i.id, r.occurrence, r.of, r.held),
+                None => (i.id, 1, 0, 0),
+            }),
+            _ => None,
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Before closed incidents were remembered, a restarted alertd took the next occurrence of a
+/// problem for a new incident: it paged at once, and the occurrence count started over. The
+/// timeline is `a_recurrence_within_the_backoff_is_held_and_folded_into_the_next_page`'s, with a
+/// restart before each occurrence.
+#[test]
+fn a_recurrence_after_a_restart_is_linked_and_held_by_the_backoff() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    let mut e = start_recurring(dir.path(), "1h", rec.clone(), rt::at(0));
+    rt::run(&mut e, 0, vec![episode("DiskFull", "sda", "warning", 0)]);
+    assert_eq!(rt::pages(&rec), ["30 #1 []"]);
+    drop(e);
+    // Closed at 11m, and remembered for the recurrence window after.
+    assert_eq!(remembered(dir.path(), rt::at(1200)), [(1, 1, 0, 0)]);
+    assert_eq!(remembered(dir.path(), rt::at(660 + 3600)), []);
+
+    // Back at 20m, after a restart: the second occurrence, with one alert where the backoff of the
+    // first page asks for two, is held.
+    let mut e = start_recurring(dir.path(), "1h", rec.clone(), rt::at(1200));
+    rt::run(&mut e, 1200, vec![episode("DiskFull", "sda", "warning", 1200)]);
+    assert_eq!(rt::pages(&rec), Vec::<String>::new());
+    let held = e.suppressed().query(&[], rt::at(1230), rt::at(1230));
+    let reasons: Vec<&Reason> = held.values().flatten().map(|r| &r.reason).collect();
+    assert!(
+        reasons.iter().any(|r| matches!(r, Reason::Grouped { timer: Timer::Backoff, incident: Some(2), .. })),
+        "held by the backoff: {reasons:?}"
+    );
+    drop(e);
+    assert_eq!(remembered(dir.path(), rt::at(1800)), [(1, 1, 0, 0), (2, 2, 1, 0)], "#2 recurs #1");
+
+    // Back at 40m on two disks, after another restart: the third occurrence, of the second (held),
+    // under a number of its own although the held one was never in the history.
+    let mut e = start_recurring(dir.path(), "1h", rec.clone(), rt::at(2400));
+    rt::run(
+        &mut e,
+        2400,
+        vec![episode("DiskFull", "sda", "warning", 2400), episode("DiskFull", "sdb", "warning", 2400)],
+    );
+    assert_eq!(rt::pages(&rec), ["2430 #3 [occurrence=3 recurrence_of=2 recurrences_held=1]"]);
+}
+
+#[test]
+fn after_a_restart_an_incident_beyond_the_recurrence_window_is_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    let mut e = start_recurring(dir.path(), "1h", rec.clone(), rt::at(0));
+    rt::run(&mut e, 0, vec![episode("DiskFull", "sda", "warning", 0)]);
+    drop(e);
+    // Closed at 11m; at 1h20m, more than the recurrence window later.
+    let mut e = start_recurring(dir.path(), "1h", rec.clone(), rt::at(4800));
+    rt::run(&mut e, 4800, vec![episode("DiskFull", "sda", "warning", 4800)]);
+    assert_eq!(rt::pages(&rec), ["30 #1 []", "4830 #2 []"]);
+    // Without recurrences, a closed incident is not kept at all.
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = start_recurring(dir.path(), "0s", rec.clone(), rt::at(0));
+    rt::run(&mut e, 0, vec![episode("DiskFull", "sda", "warning", 0)]);
+    drop(e);
+    assert_eq!(remembered(dir.path(), rt::at(660)), []);
+    let mut e = start_recurring(dir.path(), "0s", rec.clone(), rt::at(1200));
+    rt::run(&mut e, 1200, vec![episode("DiskFull", "sda", "warning", 1200)]);
+    assert_eq!(rt::pages(&rec), ["30 #1 []", "1230 #2 []"]);
+}
+
+/// alertd.db as the v0.1.0 release left it (tests/fixtures/datadir-v0.1.0/) opens with its silence,
+/// and an incident as that release remembered it (format version 1, before incidents carried their
+/// recurrence; the fixture was made with none open) is read and held again.
+#[test]
+fn the_v0_1_0_database_opens_and_reads_its_incident_memory() {
+    use crate::memory::Memory;
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/datadir-v0.1.0/data/alertd.db");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture, dir.path().join(FILE_NAME)).unwrap();
+    let db = Arc::new(Db::open(dir.path()).unwrap());
+    let silences = DbSilences::load(db.clone()).unwrap();
+    assert_eq!(
+        silences.list().iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        ["87b6f906-a724-40b4-95f3-2cedeb56ffa3"]
+    );
+    DbLog::load(db.clone()).unwrap();
+    let kept = DbMemory::new(db.clone());
+    assert_eq!(kept.load(T0).unwrap(), []);
+    let v1 = r#"{"v":1,"route_group":"g","id":7,"origin":"host=h1","opened_at":1600000000000,"topology":[["host","h1"]],"until":1600000600000,"notified":["k",1600000030000],"expires_at":1600001200000}"#;
+    db.conn()
+        .execute(
+            "INSERT INTO memory (key, value, expires_at) VALUES (?1, ?2, ?3)",
+            rusqlite::params!["i/g\u{1f}7", v1, at(1200).0],
+        )
+        .unwrap();
+    let items = kept.load(at(100)).unwrap();
+    let Some(Memory::Incident(i)) = items.first() else { panic!("{items:?}") };
+    assert_eq!((i.id, i.until, i.recurrence.is_none(), i.names.is_empty()), (7, at(600).0, true, true));
+    // Held again, and remembered in the current format.
+    let log = Arc::new(DbLog::load(db.clone()).unwrap());
+    let mut e = Engine::new(rt::config("1h", 1), Arc::new(silences), log, Arc::new(Recorder::default()));
+    e.remember_with(Arc::new(DbMemory::new(db.clone())));
+    assert!(e.merge_memory(&items[0], at(100)));
+    assert!(!e.merge_memory(&items[0], at(100)), "nothing new the second time");
+    let again: String = db.conn().query_row("SELECT value FROM memory", [], |r| r.get(0)).unwrap();
+    assert!(again.starts_with(r#"{"v":2,"#) && again.contains(r#""paged":true"#), "{again}");
 }

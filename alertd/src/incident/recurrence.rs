@@ -10,8 +10,15 @@
 //! occurrence to the next while alertnames do not. An alertname the earlier occurrences never had is
 //! a new kind of trouble and pages at once, and so does a critical alert. An alert the earlier
 //! occurrences notified that begins again rides along, as it would in an update.
+//!
+//! The engine's memory (`crate::memory`) keeps an incident's item until `recurrence_window` after it
+//! closed, with its recurrence, so a restart or a replica rebuilds the closed incidents from it
+//! (`History::remember`). Occurrences of one problem form a chain with one origin and one `since`
+//! (when the first opened): of a chain, only the latest occurrence is kept, whatever order the items
+//! arrive in, as a recurrence taking over a closed incident (`History::take`) does in one process.
 
 use crate::alert::{Alert, Fingerprint};
+use crate::memory::{MAX_NOTIFIED, RecurrenceMemory};
 use crate::time::Timestamp;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -60,6 +67,36 @@ impl Recurrence {
         }
         out
     }
+
+    /// As the engine's memory keeps it.
+    pub fn to_memory(&self) -> RecurrenceMemory {
+        RecurrenceMemory {
+            of: self.of,
+            occurrence: self.occurrence,
+            since: self.since.0,
+            known: self.known.iter().cloned().collect(),
+            alerts_notified: self.notified.iter().take(MAX_NOTIFIED).copied().collect(),
+            held: self.held,
+        }
+    }
+
+    /// From the engine's memory.
+    pub fn from_memory(m: &RecurrenceMemory) -> Recurrence {
+        Recurrence {
+            of: m.of,
+            occurrence: m.occurrence,
+            since: Timestamp(m.since),
+            known: m.known.iter().cloned().collect(),
+            notified: m.alerts_notified.iter().copied().collect(),
+            held: m.held,
+        }
+    }
+
+    /// Whether this recurrence stands over `other`, as the same incident's recurrence seen by a peer:
+    /// the later occurrence, then the earlier incident it recurs, so every replica keeps the same.
+    pub(super) fn supersedes(&self, other: &Recurrence) -> bool {
+        (self.occurrence, std::cmp::Reverse(self.of)) > (other.occurrence, std::cmp::Reverse(other.of))
+    }
 }
 
 /// A closed incident, kept for `recurrence_window` so that its problem coming back is recognised.
@@ -78,6 +115,14 @@ pub(super) struct Closed {
     pub since: Timestamp,
     /// Occurrences up to this one, since the last notified, that were never notified.
     pub held: u32,
+}
+
+impl Closed {
+    /// Whether it is an occurrence, earlier than `occurrence`, of the chain of `origin` that began
+    /// at `since`.
+    fn precedes(&self, origin: &str, since: Timestamp, occurrence: u32) -> bool {
+        self.origin == origin && self.since == since && self.occurrence < occurrence
+    }
 }
 
 /// Closed incidents of one route group, oldest first.
@@ -113,8 +158,28 @@ impl History {
     ) -> Option<&Closed> {
         self.closed
             .iter()
-            .rev()
-            .find(|c| now < c.closed_at + window && !c.topology.is_disjoint(topology) && c.names.contains(name))
+            .filter(|c| now < c.closed_at + window && !c.topology.is_disjoint(topology) && c.names.contains(name))
+            .max_by_key(|c| c.closed_at)
+    }
+
+    /// Keeps a closed incident that a peer or an earlier process remembers, unless it is known here
+    /// or a later occurrence of its chain is; earlier occurrences of its chain are dropped. True
+    /// when it was kept.
+    pub fn remember(&mut self, c: Closed) -> bool {
+        let later =
+            |k: &Closed| k.id == c.id || (k.origin == c.origin && k.since == c.since && k.occurrence >= c.occurrence);
+        if self.closed.iter().any(later) {
+            return false;
+        }
+        self.supersede(&c.origin, c.since, c.occurrence);
+        self.closed.push(c);
+        true
+    }
+
+    /// Drops the occurrences before `occurrence` of the chain of `origin` that began at `since`: an
+    /// incident held here recurs them.
+    pub fn supersede(&mut self, origin: &str, since: Timestamp, occurrence: u32) {
+        self.closed.retain(|c| !c.precedes(origin, since, occurrence));
     }
 
     /// Drops the closed incident `id` once a recurrence has taken it over: the recurrence carries its

@@ -1,5 +1,6 @@
 //! Recurring incidents through the whole engine, on explicit times: each problem a host has comes,
-//! resolves a minute later, and comes again.
+//! resolves a minute later, and comes again. The helpers also serve the tests of recurrences
+//! across a restart on alertd.db (`db/tests.rs`).
 
 use crate::alert::PostableAlert;
 use crate::engine::Engine;
@@ -11,23 +12,27 @@ use crate::time::Timestamp;
 use std::sync::Arc;
 use std::time::Duration;
 
-const T0: Timestamp = Timestamp(1_600_000_000_000);
+pub(crate) const T0: Timestamp = Timestamp(1_600_000_000_000);
 
-fn at(s: u64) -> Timestamp {
+pub(crate) fn at(s: u64) -> Timestamp {
     T0 + Duration::from_secs(s)
 }
 
 /// With `backoff_step: 1` one page moves the backoff to two new alerts; an incident closes 10
 /// minutes after its last alert resolves, and recurs within `recurrence_window` of closing. Pages
 /// only: resolutions are not sent, as in the shipped configuration.
-fn engine_with(recurrence_window: &str, backoff_step: u32) -> (Engine, Arc<Recorder>) {
+pub(crate) fn config(recurrence_window: &str, backoff_step: u32) -> crate::config::Config {
     let yaml = format!(
         "route: {{receiver: team, group_by: [cluster], group_wait: 30s, group_interval: 1m, repeat_interval: 4h}}\n\
          receivers: [{{name: team, webhook_configs: [{{url: 'http://localhost:5001/', send_resolved: false}}]}}]\n\
          argus:\n  correlation: {{labels: [host], window: 10m, burst_window: 2m, backoff_window: 2h, \
          backoff_step: {backoff_step}, update_interval: 5m, recurrence_window: {recurrence_window}}}\n"
     );
-    let cfg = crate::config::parse(&yaml, "test.yml").unwrap();
+    crate::config::parse(&yaml, "test.yml").unwrap()
+}
+
+fn engine_with(recurrence_window: &str, backoff_step: u32) -> (Engine, Arc<Recorder>) {
+    let cfg = config(recurrence_window, backoff_step);
     let rec = Arc::new(Recorder::default());
     let e = Engine::new(cfg, Arc::new(MemSilences::default()), Arc::new(MemLog::default()), rec.clone());
     (e, rec)
@@ -38,7 +43,7 @@ fn engine(recurrence_window: &str) -> (Engine, Arc<Recorder>) {
 }
 
 /// An alert of host `h1` that begins at `start` seconds and resolves a minute later.
-fn episode(name: &str, series: &str, severity: &str, start: u64) -> PostableAlert {
+pub(crate) fn episode(name: &str, series: &str, severity: &str, start: u64) -> PostableAlert {
     let labels = [("alertname", name), ("host", "h1"), ("series", series), ("severity", severity)];
     PostableAlert {
         labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
@@ -50,7 +55,7 @@ fn episode(name: &str, series: &str, severity: &str, start: u64) -> PostableAler
 }
 
 /// Posts `alerts` at `start` and runs the engine for the next ten minutes.
-fn run(e: &mut Engine, start: u64, alerts: Vec<PostableAlert>) {
+pub(crate) fn run(e: &mut Engine, start: u64, alerts: Vec<PostableAlert>) {
     e.advance(at(start));
     e.post(at(start), alerts).unwrap();
     e.advance(at(start));
@@ -60,7 +65,7 @@ fn run(e: &mut Engine, start: u64, alerts: Vec<PostableAlert>) {
 }
 
 /// Each notification as `seconds incident [annotations of the recurrence]`.
-fn pages(rec: &Recorder) -> Vec<String> {
+pub(crate) fn pages(rec: &Recorder) -> Vec<String> {
     rec.take()
         .iter()
         .map(|n: &Notification| {
