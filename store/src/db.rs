@@ -77,7 +77,7 @@ pub(crate) const LIVE_REFUSE_PART: u64 = 8;
 /// What [`Db::span_stats`] finds over a span of time.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct SpanStats {
-    /// Chunks of the blocks overlapping the span.
+    /// Chunks of the blocks and of the head (sealed and open) overlapping the span.
     pub chunks: u64,
     /// First and last sample times of the blocks and head series overlapping it, in milliseconds.
     pub min_time: Option<i64>,
@@ -223,19 +223,26 @@ impl Db {
     }
 
     /// Chunks and first and last sample times of the data overlapping [mint, maxt], from the blocks'
-    /// `meta.json` and the head's series in memory; no chunk is read. A block overlapping the span in
-    /// part counts whole; the head's chunks are counted once flushed into blocks.
+    /// `meta.json` and the head's series in memory; no chunk is read. A block, or the head (or the
+    /// frozen head being flushed), overlapping the span in part counts whole.
     pub fn span_stats(&self, mint: i64, maxt: i64) -> SpanStats {
+        let inside = |&(a, b): &(i64, i64)| a <= maxt && b >= mint;
         let mut ranges = Vec::new();
+        let mut stats = SpanStats::default();
         {
             let head = self.shared.head.read();
-            ranges.extend(head.time_range());
+            if let Some(r) = head.time_range().filter(inside) {
+                ranges.push(r);
+                stats.chunks += head.chunk_count();
+            }
             if let Some(f) = &head.frozen {
-                ranges.extend(f.series.iter().filter_map(|(_, d)| d.time_range()));
+                let before = ranges.len();
+                ranges.extend(f.series.iter().filter_map(|(_, d)| d.time_range()).filter(inside));
+                if ranges.len() > before {
+                    stats.chunks += f.chunk_count();
+                }
             }
         }
-        ranges.retain(|&(a, b)| a <= maxt && b >= mint);
-        let mut stats = SpanStats::default();
         for b in self.blocks_in(mint, maxt) {
             stats.chunks += b.meta.chunks;
             ranges.push((b.meta.min_time, b.meta.max_time));

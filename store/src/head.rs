@@ -51,6 +51,8 @@ pub struct Frozen {
     pub series: Vec<(Arc<Labels>, SeriesChunks)>,
     pub events: Vec<Event>,
     file: Arc<ChunkFile>,
+    /// The series' chunks, sealed and open, as the head counted them.
+    chunks: u64,
 }
 
 impl Frozen {
@@ -63,6 +65,11 @@ impl Frozen {
 
     pub fn sample_count(&self) -> usize {
         self.series.iter().map(|(_, d)| d.len()).sum()
+    }
+
+    /// Chunks of the series, sealed and open.
+    pub fn chunk_count(&self) -> u64 {
+        self.chunks
     }
 
     /// The series the matchers select that may have samples in [mint, maxt], to decode outside the
@@ -156,6 +163,9 @@ pub struct Head {
     postings: Postings,
     events: Vec<Event>,
     samples: usize,
+    /// Chunks of the series, sealed and open (`/api/v1/status/tsdb`'s `chunkCount`): kept as
+    /// samples go in, so that counting costs nothing.
+    chunks: u64,
     /// Memory held by the series' chunks (open chunks and sealed chunks' places).
     data_bytes: usize,
     label_bytes: usize,
@@ -188,6 +198,7 @@ impl Default for Head {
             postings: Postings::default(),
             events: Vec::new(),
             samples: 0,
+            chunks: 0,
             data_bytes: 0,
             label_bytes: 0,
             event_bytes: 0,
@@ -300,7 +311,10 @@ impl Head {
             let ms = &mut self.series[s.r as usize];
             let before = ms.data.heap_bytes();
             match ms.data.put(&self.file, s.t, s.v) {
-                Ok(put) => self.samples += put.added,
+                Ok(put) => {
+                    self.samples += put.added;
+                    self.chunks = self.chunks.saturating_add_signed(put.chunks);
+                }
                 Err(e) => {
                     // Only a failing disk gets here; the WAL still holds the sample for the next start.
                     self.lost_reads += 1;
@@ -404,6 +418,11 @@ impl Head {
         self.samples
     }
 
+    /// Chunks of the live series, sealed and open (the frozen head's are [`Frozen::chunk_count`]).
+    pub fn chunk_count(&self) -> u64 {
+        self.chunks
+    }
+
     /// Approximate bytes held, frozen samples included.
     pub fn bytes(&self) -> usize {
         self.data_bytes + self.file.memory_bytes() + self.label_bytes + self.event_bytes + self.frozen_bytes
@@ -443,7 +462,8 @@ impl Head {
         let next = Arc::new(self.next_file());
         let file = std::mem::replace(&mut self.file, next);
         self.write_failures += file.failures();
-        let f = Frozen { series, events: std::mem::take(&mut self.events), file };
+        let chunks = std::mem::take(&mut self.chunks);
+        let f = Frozen { series, events: std::mem::take(&mut self.events), file, chunks };
         self.frozen_bytes = self.data_bytes + f.file.memory_bytes() + self.event_bytes;
         self.samples = 0;
         self.data_bytes = 0;
@@ -596,6 +616,58 @@ mod tests {
         let (r2, new) = h.get_or_create(m);
         assert!(new && r2 > rn, "a freed series comes back under a new reference");
         assert!(h.bytes() > before);
+    }
+
+    /// The chunks of the head's live series, counted by reading their runs.
+    fn counted(h: &Head) -> u64 {
+        h.series.iter().map(|s| s.data.count_chunks(&h.file) as u64).sum()
+    }
+
+    #[test]
+    fn the_chunk_count_follows_seals_rewrites_and_freezes() {
+        let dir = tempfile::tempdir().unwrap();
+        // Sealed chunks in memory (a run each) and in a chunk file (runs of 1, 4, 16 chunks).
+        for mut h in [Head::default(), Head::with_dir(&dir.path().join("head")).unwrap()] {
+            let (a, _) = h.get_or_create(Labels::from_pairs([("__name__", "a")]));
+            let (b, _) = h.get_or_create(Labels::from_pairs([("__name__", "b")]));
+            // 250 steady samples of a, sealed at 120 a chunk: 120, 120 and 10 open; one sample of b.
+            let mut batch: Vec<RefSample> = (0..250).map(|i| rs(a, i * 1000, 1.0)).collect();
+            batch.push(rs(b, 0, 1.0));
+            h.append(&batch);
+            assert_eq!((h.chunk_count(), counted(&h)), (4, 4));
+            // A sample into a's first chunk rewrites all three: 120, 120 and 11 open.
+            h.append(&[rs(a, 500, 2.0)]);
+            assert_eq!((h.chunk_count(), counted(&h)), (4, 4));
+            // Noisy series seal by size, about every 15 samples; writes in a scrambled order rewrite
+            // runs in the middle and at the end.
+            let mut x: u64 = 11;
+            let refs: Vec<u32> =
+                (0..5).map(|i| h.get_or_create(Labels::from_pairs([("__name__", format!("n{i}"))])).0).collect();
+            for round in 0..40 {
+                let batch: Vec<RefSample> = (0..100)
+                    .map(|_| {
+                        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                        let t = if (x >> 61) == 0 {
+                            (x >> 20) as i64 % (round * 1000 + 1)
+                        } else {
+                            round * 1000 + (x >> 40) as i64 % 1000
+                        };
+                        rs(refs[(x >> 33) as usize % refs.len()], t, (x >> 11) as f64)
+                    })
+                    .collect();
+                h.append(&batch);
+                assert_eq!(h.chunk_count(), counted(&h), "round {round}");
+            }
+            let before = h.chunk_count();
+            assert!(before > 100, "{before} chunks");
+            // A freeze takes the chunks along; the head starts from none.
+            let f = h.freeze();
+            let frozen: u64 = f.series.iter().map(|(_, d)| d.count_chunks(&f.file) as u64).sum();
+            assert_eq!((f.chunk_count(), frozen), (before, before));
+            assert_eq!((h.chunk_count(), counted(&h)), (0, 0));
+            h.append(&[rs(a, 300_000, 1.0)]);
+            assert_eq!(h.chunk_count(), 1);
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ mod tests;
 
 use crate::{Db, DbError};
 use argus_model::{Labels, METRIC_NAME, MatchOp, Matcher, Sample};
-use memory::QueryMemory;
+use memory::{QueryMemory, Reservation};
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{Expr, VectorSelector};
 use std::sync::Arc;
@@ -119,21 +119,41 @@ pub(crate) fn visible(samples: &[Sample], end: usize, t: i64) -> Option<Sample> 
 
 /// An instant query at `t` (ms).
 pub fn instant(db: &Db, query: &str, t: i64, limits: &QueryLimits) -> Result<Value, QueryError> {
+    instant_held(db, query, t, limits).map(|(v, _)| v)
+}
+
+/// [`instant`], with the query's share of `max_query_memory` still held for the answer: the HTTP API
+/// gives it back as it writes the answer out, so the result counts until it is let go.
+pub fn instant_held(db: &Db, query: &str, t: i64, limits: &QueryLimits) -> Result<(Value, Reservation), QueryError> {
     let expr = parse(query)?;
     let mem = limits.memory.reserve();
     let ev = eval::Ev::new(db, t, t, 1, limits, &mem);
-    Ok(match ev.eval(&expr)? {
+    let v = match ev.eval(&expr)? {
         eval::Val::Scalar(v) => Value::Scalar(Sample::new(t, v[0])),
         eval::Val::String(s) => Value::String(t, s),
         eval::Val::Matrix(m) => Value::Matrix(m),
         eval::Val::Vector(rows) => {
             Value::Vector(rows.into_iter().filter_map(|r| r.vals[0].map(|v| (r.labels, Sample::new(t, v)))).collect())
         }
-    })
+    };
+    Ok((v, mem))
 }
 
 /// A range query: the expression evaluated at every step from `start` to `end`; series sorted by labels.
 pub fn range(db: &Db, query: &str, start: i64, end: i64, step: i64, limits: &QueryLimits) -> Result<Value, QueryError> {
+    range_held(db, query, start, end, step, limits).map(|(v, _)| v)
+}
+
+/// [`range`], with the query's share of `max_query_memory` still held for the answer (see
+/// [`instant_held`]).
+pub fn range_held(
+    db: &Db,
+    query: &str,
+    start: i64,
+    end: i64,
+    step: i64,
+    limits: &QueryLimits,
+) -> Result<(Value, Reservation), QueryError> {
     check_range(start, end, step)?;
     let expr = parse(query)?;
     let kind = match expr.value_type() {
@@ -153,9 +173,10 @@ pub fn range(db: &Db, query: &str, start: i64, end: i64, step: i64, limits: &Que
         // the samples, identical to the general evaluation below (tested against it).
         let mut out = ev.selector_points(vs)?;
         out.sort_by(|a, b| a.0.cmp(&b.0));
-        return Ok(Value::Matrix(out));
+        return Ok((Value::Matrix(out), mem));
     }
-    evaluated(&ev, &expr, start, step)
+    let v = evaluated(&ev, &expr, start, step)?;
+    Ok((v, mem))
 }
 
 /// A range query's answer by the general evaluator: every node over all steps, then one point per

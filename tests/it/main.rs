@@ -29,6 +29,7 @@ mod performance_page;
 mod prometheus_remote_write;
 mod promql_diff;
 mod query_errors;
+mod query_memory;
 mod readme;
 mod remote_backend;
 mod roles;

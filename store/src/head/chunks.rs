@@ -218,6 +218,8 @@ pub struct Put {
     /// Whether the series changed (the tests check it against what was there).
     #[cfg_attr(not(test), allow(dead_code))]
     pub changed: bool,
+    /// The change in the series' chunks, sealed and open (the head keeps their sum).
+    pub chunks: i64,
 }
 
 impl SeriesChunks {
@@ -249,12 +251,12 @@ impl SeriesChunks {
             Some((last, _)) if t < last => {}
             Some((last, lv)) if t == last => {
                 if lv.to_bits() == v.to_bits() {
-                    return Ok(Put { added: 0, changed: false });
+                    return Ok(Put { added: 0, changed: false, chunks: 0 });
                 }
             }
             _ => {
-                self.push(file, t, v);
-                return Ok(Put { added: 1, changed: true });
+                let chunks = i64::from(self.push(file, t, v));
+                return Ok(Put { added: 1, changed: true, chunks });
             }
         }
         // Rewrite from the chunk that holds `t` (or the first one after it).
@@ -263,18 +265,20 @@ impl SeriesChunks {
             _ => self.sealed.partition_point(|c| c.mint <= t).saturating_sub(1),
         };
         let mut samples = Vec::new();
-        self.decode_from(file, from, &mut samples)?;
-        let put = match samples.binary_search_by(|s| s.t.cmp(&t)) {
-            Ok(i) if samples[i].same_as(&Sample::new(t, v)) => return Ok(Put { added: 0, changed: false }),
+        let rewritten = self.decode_from(file, from, &mut samples)?;
+        let mut put = match samples.binary_search_by(|s| s.t.cmp(&t)) {
+            Ok(i) if samples[i].same_as(&Sample::new(t, v)) => return Ok(Put { added: 0, changed: false, chunks: 0 }),
             Ok(i) => {
                 samples[i] = Sample::new(t, v);
-                Put { added: 0, changed: true }
+                Put { added: 0, changed: true, chunks: 0 }
             }
             Err(i) => {
                 samples.insert(i, Sample::new(t, v));
-                Put { added: 1, changed: true }
+                Put { added: 1, changed: true, chunks: 0 }
             }
         };
+        // The sealed chunks of the runs rewritten and the open chunk go; those written anew come.
+        put.chunks = -(rewritten as i64) - 1;
         self.count -= (samples.len() - put.added) as u32;
         if from < self.sealed.len() {
             // The runs from `from` on are rewritten; the room of the run before is unknown now.
@@ -283,15 +287,15 @@ impl SeriesChunks {
         }
         self.open.clear();
         for s in samples {
-            self.push(file, s.t, s.v);
+            put.chunks += i64::from(self.push(file, s.t, s.v));
         }
         Ok(put)
     }
 
     /// Appends a sample after the last, sealing the open chunk first when it is full. When the chunk
     /// file refuses the write (a full disk) the chunk stays open and grows in memory, and sealing is
-    /// tried again every 64 samples.
-    fn push(&mut self, file: &ChunkFile, t: i64, v: f64) {
+    /// tried again every 64 samples. True when the sample starts a chunk (the series has one more).
+    fn push(&mut self, file: &ChunkFile, t: i64, v: f64) -> bool {
         if self.open.heap_bytes() == 0 {
             self.open = OpenChunk::with_capacity(OPEN_BYTES);
         }
@@ -300,8 +304,11 @@ impl SeriesChunks {
         if full && retry {
             self.seal(file);
         }
+        // A sealed chunk was counted while open: only a sample into an empty open chunk adds one.
+        let starts = self.open.is_empty();
         self.open.append(t, v);
         self.count += 1;
+        starts
     }
 
     fn seal(&mut self, file: &ChunkFile) {
@@ -350,10 +357,11 @@ impl SeriesChunks {
         }
     }
 
-    /// Appends every sample from run `from` on (and the open chunk) to `out`.
-    fn decode_from(&self, file: &ChunkFile, from: usize, out: &mut Vec<Sample>) -> Result<(), ChunkReadError> {
+    /// Appends every sample from run `from` on (and the open chunk) to `out`; returns the sealed
+    /// chunks of those runs.
+    fn decode_from(&self, file: &ChunkFile, from: usize, out: &mut Vec<Sample>) -> Result<usize, ChunkReadError> {
         let start = self.sealed.get(from).map(|c| c.mint).or(self.open.time_range().map(|(f, _)| f));
-        self.read(file, start.unwrap_or(i64::MIN), i64::MAX, out)
+        self.read_counted(file, start.unwrap_or(i64::MIN), i64::MAX, out)
     }
 
     /// The runs that may hold samples in [mint, maxt], each with the time it ends before: the next
@@ -401,16 +409,36 @@ impl SeriesChunks {
 
     /// Appends the samples in [mint, maxt] to `out`, in time order.
     pub fn read(&self, file: &ChunkFile, mint: i64, maxt: i64, out: &mut Vec<Sample>) -> Result<(), ChunkReadError> {
+        self.read_counted(file, mint, maxt, out).map(drop)
+    }
+
+    /// Chunks, sealed and open, counted by reading every run (the head keeps the count as it goes).
+    #[cfg(test)]
+    pub fn count_chunks(&self, file: &ChunkFile) -> usize {
+        let sealed = self.read_counted(file, i64::MIN, i64::MAX, &mut Vec::new()).expect("readable runs");
+        sealed + usize::from(!self.open.is_empty())
+    }
+
+    /// [`SeriesChunks::read`], returning the sealed chunks of the runs it read.
+    fn read_counted(
+        &self,
+        file: &ChunkFile,
+        mint: i64,
+        maxt: i64,
+        out: &mut Vec<Sample>,
+    ) -> Result<usize, ChunkReadError> {
         let mut scratch = Scratch::default();
+        let mut chunks = 0;
         for (c, upper) in self.sealed_in(mint, maxt) {
             scratch.run(file, c, upper, mint, maxt)?;
+            chunks += scratch.chunks.len();
             out.extend(scratch.samples().filter(|s| s.t >= mint && s.t <= maxt));
         }
         if self.open_in(mint, maxt) {
             scratch.open(&self.open).map_err(ChunkReadError::Open)?;
             out.extend(scratch.samples().filter(|s| s.t >= mint && s.t <= maxt));
         }
-        Ok(())
+        Ok(chunks)
     }
 }
 

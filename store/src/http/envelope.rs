@@ -4,6 +4,7 @@
 //! under `/api/v1/` get the same envelope, so a client parsing it never meets a bare text body.
 
 use super::body::influx_error;
+use crate::query::memory::{Reservation, SAMPLE_BYTES, SERIES_BYTES};
 use crate::query::{QueryError, Value};
 use axum::Json;
 use axum::http::{Method, StatusCode, Uri, header};
@@ -47,24 +48,34 @@ pub fn value(v: &Value) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], super::json::query_result_bytes(v)).into_response()
 }
 
-/// Points above which a matrix answer is sent as it is written.
-const STREAM_POINTS: usize = 1 << 16;
+/// Estimated bytes of answer (see `json::estimated_len`) above which it is sent as it is written.
+const STREAM_BYTES: usize = 1 << 20;
 /// Bytes of answer handed to the connection at a time.
 const STREAM_PART: usize = 1 << 20;
+/// Parts written ahead of a slow client.
+const STREAM_AHEAD: usize = 4;
 
-/// [`value`], taking the result: a large matrix is written a series at a time on a blocking thread
-/// and sent in parts of 1 MiB as they fill, each series' points let go once written, so the answer
-/// is never held whole beside its points (a 1-hour panel over 37,736 GPUs is 102 MiB of JSON). Called
-/// only once the query has succeeded, so the status is known before the first byte; at most four
-/// parts wait for a slow client, and one that goes away stops the writing.
-pub fn value_owned(v: Value) -> Response {
-    let m = match v {
-        Value::Matrix(m) if m.iter().map(|(_, s)| s.len()).sum::<usize>() > STREAM_POINTS => m,
-        v => return value(&v),
-    };
-    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+/// [`value`], taking the result and the query's share of `max_query_memory`, which is held until
+/// the result is let go. An answer of more than 1 MiB (a vector or matrix) is written a series at a
+/// time on a blocking thread and sent in parts of 1 MiB as they fill, each series let go once
+/// written and its share given back, so the answer is never held whole beside its result: the
+/// encoding needs at most the parts in flight (`STREAM_AHEAD` waiting, one being filled, one
+/// being sent), about 7 MiB, whatever the answer's size (a 1-hour panel over 37,736 GPUs is 102 MiB
+/// of JSON). Called only once the query has succeeded, so the status is known before the first
+/// byte; a client that goes away stops the writing.
+pub fn value_owned(v: Value, memory: Reservation) -> Response {
+    if super::json::estimated_len(&v) <= STREAM_BYTES {
+        let r = value(&v);
+        drop((v, memory));
+        return r;
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(STREAM_AHEAD);
     tokio::task::spawn_blocking(move || {
-        super::json::matrix_parts(m, STREAM_PART, |part| tx.blocking_send(part).is_ok());
+        super::json::answer_parts(v, STREAM_PART, |part, gone| {
+            memory.shrink(gone.series * SERIES_BYTES + gone.points * SAMPLE_BYTES);
+            tx.blocking_send(part).is_ok()
+        });
+        drop(memory);
     });
     let parts = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|part| (Ok::<_, std::convert::Infallible>(bytes::Bytes::from(part)), rx))

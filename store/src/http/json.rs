@@ -5,7 +5,6 @@ use crate::float_text::format_value;
 use crate::query::Value;
 use argus_model::{Labels, Sample};
 use std::fmt::Write;
-use std::sync::Arc;
 
 /// Prometheus' `jsonutil.MarshalTimestamp`: seconds, then `.` and three millisecond digits when not whole.
 pub fn timestamp(t: i64, out: &mut String) {
@@ -214,22 +213,91 @@ pub fn query_result_bytes(v: &Value) -> Vec<u8> {
     out
 }
 
-/// A matrix's whole success envelope, the same bytes as [`query_result_bytes`], handed to `emit` in
-/// parts of about `part` bytes as they fill; each series is let go once written. Stops early when
-/// `emit` returns false (the client has gone).
-pub fn matrix_parts(m: Vec<(Arc<Labels>, Vec<Sample>)>, part: usize, mut emit: impl FnMut(Vec<u8>) -> bool) {
+/// What the series written into a part held, so that the query's share of the memory budget is
+/// given back as they are let go.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LetGo {
+    pub series: u64,
+    pub points: u64,
+}
+
+/// A vector's or matrix's whole success envelope, the same bytes as [`query_result_bytes`], handed to
+/// `emit` in parts of about `part` bytes as they fill, each with what the series written into it
+/// held; each series is let go once written, so the answer is never whole in memory beside the
+/// result. Stops early when `emit` returns false (the client has gone). A scalar or string is one part.
+pub fn answer_parts(v: Value, part: usize, mut emit: impl FnMut(Vec<u8>, LetGo) -> bool) {
     let fresh = || Vec::with_capacity(part + part / 8);
     let mut out = fresh();
-    out.extend_from_slice(MATRIX_HEAD);
+    let mut gone = LetGo::default();
     let mut labels = String::new();
-    for (i, (l, samples)) in m.into_iter().enumerate() {
-        matrix_series(i, &l, &samples, &mut labels, &mut out);
-        if out.len() >= part && !emit(std::mem::replace(&mut out, fresh())) {
-            return;
+    let mut flush = |out: &mut Vec<u8>, gone: &mut LetGo, last: bool| {
+        if last || out.len() >= part {
+            let bytes = std::mem::replace(out, if last { Vec::new() } else { fresh() });
+            return emit(bytes, std::mem::take(gone));
         }
+        true
+    };
+    match v {
+        Value::Matrix(m) => {
+            out.extend_from_slice(MATRIX_HEAD);
+            for (i, (l, samples)) in m.into_iter().enumerate() {
+                matrix_series(i, &l, &samples, &mut labels, &mut out);
+                gone.series += 1;
+                gone.points += samples.len() as u64;
+                drop((l, samples));
+                if !flush(&mut out, &mut gone, false) {
+                    return;
+                }
+            }
+            out.extend_from_slice(MATRIX_TAIL);
+        }
+        Value::Vector(rows) => {
+            out.extend_from_slice(VECTOR_HEAD);
+            for (i, (l, sample)) in rows.into_iter().enumerate() {
+                labels.clear();
+                if i > 0 {
+                    labels.push(',');
+                }
+                vector_item(&l, &sample, &mut labels);
+                out.extend_from_slice(labels.as_bytes());
+                gone.series += 1;
+                gone.points += 1;
+                drop(l);
+                if !flush(&mut out, &mut gone, false) {
+                    return;
+                }
+            }
+            out.extend_from_slice(VECTOR_TAIL);
+        }
+        v => out = query_result_text(&v).into_bytes(),
     }
-    out.extend_from_slice(MATRIX_TAIL);
-    emit(out);
+    flush(&mut out, &mut gone, true);
+}
+
+/// About the bytes [`query_result_bytes`] writes for `v`, without writing them: each series' label
+/// text and punctuation, and each point's time and value at their usual lengths (a 10-digit time
+/// with milliseconds, a value of up to 8 characters).
+pub fn estimated_len(v: &Value) -> usize {
+    const POINT: usize = 24;
+    let metric = |l: &Labels| 16 + l.iter().map(|x| x.name.len() + x.value.len() + 6).sum::<usize>();
+    match v {
+        Value::Matrix(m) => 64 + m.iter().map(|(l, s)| metric(l) + s.len() * POINT).sum::<usize>(),
+        Value::Vector(rows) => 64 + rows.iter().map(|(l, _)| metric(l) + POINT).sum::<usize>(),
+        Value::Scalar(_) => 96,
+        Value::String(_, text) => 96 + text.len() * 6,
+    }
+}
+
+const VECTOR_HEAD: &[u8] = b"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[";
+const VECTOR_TAIL: &[u8] = b"]}}";
+
+/// One element of a vector answer: `{"metric":{…},"value":[t,"v"]}`.
+fn vector_item(l: &Labels, s: &Sample, out: &mut String) {
+    out.push_str("{\"metric\":");
+    metric(l, out);
+    out.push_str(",\"value\":");
+    point(s, out);
+    out.push('}');
 }
 
 /// The whole success envelope of a query result.
@@ -253,11 +321,7 @@ fn query_result_text(v: &Value) -> String {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str("{\"metric\":");
-                metric(l, &mut out);
-                out.push_str(",\"value\":");
-                point(s, &mut out);
-                out.push('}');
+                vector_item(l, s, &mut out);
             }
         }
         // Written as bytes by `query_result_bytes`.
@@ -353,38 +417,63 @@ mod tests {
     }
 
     #[test]
-    fn a_matrix_sent_in_parts_is_the_same_bytes() {
+    fn an_answer_sent_in_parts_is_the_same_bytes_and_lets_every_series_go() {
         let m: Vec<(Arc<Labels>, Vec<Sample>)> = (0..50)
             .map(|i| {
                 let l = Arc::new(Labels::from_pairs([("host", format!("h{i}")), ("gpu", "0".to_string())]));
                 (l, (0..i * 7).map(|k| Sample::new(1_700_000_000_000 + k * 15_000, (k * i) as f64 / 3.0)).collect())
             })
             .collect();
-        let whole = query_result_bytes(&Value::Matrix(m.clone()));
-        for part in [1, 100, 4096, 1 << 20] {
-            let mut got = Vec::new();
-            let mut parts = 0;
-            matrix_parts(m.clone(), part, |p| {
-                got.extend_from_slice(&p);
-                parts += 1;
-                true
-            });
-            assert_eq!(got, whole, "parts of {part} bytes");
-            // A part ends after the series that filled it: one per series when parts are tiny, and
-            // every part but the last holds at least `part` bytes.
-            match part {
-                1 => assert_eq!(parts, 51),
-                p if p >= whole.len() => assert_eq!(parts, 1),
-                p => assert!(parts > 1 && parts <= whole.len() / p + 1, "{parts} parts of {p} bytes"),
+        let v: Vec<(Arc<Labels>, Sample)> = m
+            .iter()
+            .enumerate()
+            .map(|(i, (l, _))| (l.clone(), Sample::new(1_700_000_000_123, i as f64 / 7.0)))
+            .collect();
+        let matrix = Value::Matrix(m);
+        let vector = Value::Vector(v);
+        for (value, points) in [(&matrix, (0..50).map(|i| i * 7).sum::<u64>()), (&vector, 50)] {
+            let whole = query_result_bytes(value);
+            for part in [1, 100, 4096, 1 << 20] {
+                let (mut got, mut parts, mut gone) = (Vec::new(), 0, LetGo::default());
+                answer_parts(value.clone(), part, |p, g| {
+                    got.extend_from_slice(&p);
+                    parts += 1;
+                    gone.series += g.series;
+                    gone.points += g.points;
+                    true
+                });
+                assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(whole.clone()).unwrap(), "{part}");
+                assert_eq!(gone, LetGo { series: 50, points }, "parts of {part} bytes");
+                // A part ends after the series that filled it: one per series when parts are tiny, and
+                // every part but the last holds at least `part` bytes.
+                match part {
+                    1 => assert_eq!(parts, 51),
+                    p if p >= whole.len() => assert_eq!(parts, 1),
+                    p => assert!(parts > 1 && parts <= whole.len() / p + 1, "{parts} parts of {p} bytes"),
+                }
             }
+            // The estimate, which only decides whether to stream, is within a factor of two.
+            let (est, len) = (estimated_len(value), whole.len());
+            assert!(est > len / 2 && est < len * 2, "estimated {est} bytes of {len}");
+            // A client gone after the first part: nothing more is written.
+            let mut parts = 0;
+            answer_parts(value.clone(), 100, |_, _| {
+                parts += 1;
+                false
+            });
+            assert_eq!(parts, 1);
         }
-        // A client gone after the first part: nothing more is written.
-        let mut parts = 0;
-        matrix_parts(m, 100, |_| {
-            parts += 1;
-            false
+        // A scalar is one part.
+        let mut got = Vec::new();
+        answer_parts(Value::Scalar(Sample::new(1_000, 2.0)), 1, |p, g| {
+            assert_eq!(g, LetGo::default());
+            got.extend_from_slice(&p);
+            true
         });
-        assert_eq!(parts, 1);
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            r#"{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}"#
+        );
     }
 
     #[test]

@@ -116,8 +116,8 @@ pub async fn instant(S(state): S<Arc<State>>, p: Params) -> Response {
         (Ok(q), Ok(t), Ok(l)) => (q, t, l),
         (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
     };
-    blocking(move || match query::instant(&state.db, &query, t, &limits) {
-        Ok(v) => value_owned(v),
+    blocking(move || match query::instant_held(&state.db, &query, t, &limits) {
+        Ok((v, memory)) => value_owned(v, memory),
         Err(e) => query_error(e),
     })
     .await
@@ -155,12 +155,12 @@ pub async fn range(S(state): S<Arc<State>>, p: Params) -> Response {
     if let Err(e) = query::check_range(start, end, step) {
         return query_error(e);
     }
-    blocking(move || match query::range(&state.db, &query, start, end, step, &limits) {
-        Ok(mut v) => {
+    blocking(move || match query::range_held(&state.db, &query, start, end, step, &limits) {
+        Ok((mut v, memory)) => {
             if let (Some((shard, by)), query::Value::Matrix(m)) = (&shard, &mut v) {
                 m.retain(|(labels, _)| shard.owns_series(labels, by));
             }
-            value_owned(v)
+            value_owned(v, memory)
         }
         Err(e) => query_error(e),
     })

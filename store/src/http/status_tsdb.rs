@@ -9,7 +9,9 @@
 //! sample in the last [`HEAD_WINDOW_MS`], or on the UTC day `date` names, read from the label index
 //! only (no sample is decoded), so the answer costs what `/api/v1/series` over the same time does.
 //! `headStats`' `chunkCount`, `minTime` and `maxTime` describe the store's data over that span, from
-//! the blocks' `meta.json` and the head's series in memory ([`crate::Db::span_stats`]).
+//! the blocks' `meta.json` and the head's series in memory ([`crate::Db::span_stats`]): the chunks
+//! of the blocks overlapping it and, when the head overlaps it, every head chunk (sealed and open,
+//! a count the head keeps as samples go in).
 
 use super::State;
 use super::envelope::{bad, err, ok};
@@ -211,7 +213,8 @@ pub struct HeadStats {
     numSeries: u64,
     /// Distinct `name=value` pairs.
     numLabelPairs: u64,
-    /// Chunks of the blocks overlapping the span counted (the head's chunks once flushed).
+    /// Chunks of the blocks overlapping the span counted, plus the head's chunks (sealed and open;
+    /// those of a head being flushed too) when the head overlaps it.
     chunkCount: u64,
     /// First sample time (ms) of the blocks and head series overlapping the span; null when none.
     minTime: Option<i64>,

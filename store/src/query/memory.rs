@@ -4,7 +4,9 @@
 //! that three people opening a heavy dashboard together cannot take the server (and the alerting
 //! that runs in it) down. Each query takes a [`Reservation`] that grows by an estimate of the
 //! samples and points it holds as it reads and evaluates (see [`SAMPLE_BYTES`], [`SERIES_BYTES`]) and
-//! gives everything back when it is dropped: when the query answers, fails or panics. A query that
+//! gives everything back when it is dropped: when the query answers, fails or panics. The HTTP API
+//! keeps it until the answer is written, giving back each series' share as the series is written
+//! and let go (`http/envelope.rs`), so a result counts for as long as it is in memory. A query that
 //! would push the total past the budget fails at once (HTTP 422, `execution`), never with a partial
 //! answer; it does not wait, since it would wait holding what it has already reserved, and two
 //! queries each waiting for the other's share would wait until their timeouts.
@@ -20,7 +22,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Estimated bytes of one sample or point a query holds: a `Sample` (time and value) or a step's
 /// `Option<f64>`, 16 bytes each.
@@ -151,7 +153,6 @@ impl MemoryBudget {
         match got {
             Ok(_) => Ok(()),
             Err(used) => {
-                self.refusals.get_or_create(&CallerLabel { caller: caller.label() }).inc();
                 let others = self.queries.load(Ordering::Relaxed).saturating_sub(1);
                 let kept = match caller {
                     Caller::Rules => String::new(),
@@ -172,6 +173,10 @@ impl MemoryBudget {
 
     fn give_back(&self, n: u64) {
         self.in_use.inner().fetch_sub(n, Ordering::AcqRel);
+    }
+
+    fn count_refusal(&self, caller: Caller) {
+        self.refusals.get_or_create(&CallerLabel { caller: caller.label() }).inc();
     }
 }
 
@@ -203,7 +208,12 @@ impl QueryMemory {
         if let Some(b) = &self.budget {
             b.queries.fetch_add(1, Ordering::Relaxed);
         }
-        Reservation { memory: self.clone(), held: AtomicU64::new(0), output: AtomicU64::new(0) }
+        Reservation {
+            memory: self.clone(),
+            held: AtomicU64::new(0),
+            output: AtomicU64::new(0),
+            refused: AtomicBool::new(false),
+        }
     }
 }
 
@@ -216,6 +226,10 @@ pub struct Reservation {
     /// Bytes the node being evaluated reserved for its own result as it went (see
     /// [`Reservation::settle`]).
     output: AtomicU64,
+    /// Whether the budget has refused this query already: a large read grows the reservation from
+    /// several threads at once, and each may be refused before the first error stops the others,
+    /// but the query is one refusal (`argus_query_memory_refusals_total`).
+    refused: AtomicBool,
 }
 
 // === impl Reservation ===
@@ -231,8 +245,13 @@ impl Reservation {
         if n == 0 {
             return Ok(());
         }
-        if let Some(b) = &self.memory.budget {
-            b.take(self.memory.caller, self.held(), n)?;
+        if let Some(b) = &self.memory.budget
+            && let Err(e) = b.take(self.memory.caller, self.held(), n)
+        {
+            if !self.refused.swap(true, Ordering::AcqRel) {
+                b.count_refusal(self.memory.caller);
+            }
+            return Err(e);
         }
         self.held.fetch_add(n, Ordering::AcqRel);
         Ok(())

@@ -39,14 +39,15 @@ async fn counts_the_recent_series_as_prometheus_and_victoriametrics_name_them() 
     let (_dir, state) = store(now);
     let (status, mut body) = answer(&state, &[("limit", "3")]).await;
     assert_eq!(status, 200, "{body}");
-    // Everything is in the head, the old series too: its span is the head's.
+    // Everything is in the head, the old series too: its span is the head's, and its six open
+    // chunks (one sample each) count whole.
     let head = body["data"]["headStats"].as_object_mut().unwrap();
     assert_eq!(head.remove("minTime"), Some(json!(now - 26 * 3_600_000)));
     assert_eq!(head.remove("maxTime"), Some(json!(now - 30_000)));
     expect_test::expect![[r#"
         {
           "headStats": {
-            "chunkCount": 0,
+            "chunkCount": 6,
             "numLabelPairs": 10,
             "numSeries": 5
           },
@@ -172,14 +173,16 @@ async fn head_stats_count_the_chunks_and_times_of_the_blocks_and_the_head() {
     // Three series of one chunk each, in one block (one sample time, so no block boundary between).
     db.write_series(&[at("a", &[now - 90_000]), at("b", &[now - 90_000]), at("c", &[now - 90_000])]).unwrap();
     db.flush().unwrap();
-    // Then two samples of a in the head.
-    db.write_series(&[at("a", &[now - 20_000, now - 10_000])]).unwrap();
+    // Then in the head two samples of a (one open chunk) and 250 of b, one a second (chunks of 120,
+    // 120 and 10): four head chunks.
+    let b_times: Vec<i64> = (0..250).map(|i| now - 300_000 + i * 1000).collect();
+    db.write_series(&[at("a", &[now - 20_000, now - 10_000]), at("b", &b_times)]).unwrap();
     let state = State::new(db, Default::default(), Default::default());
     let (status, b) = answer(&state, &[]).await;
     assert_eq!(status, 200, "{b}");
     assert_eq!(
         b["data"]["headStats"],
-        json!({ "numSeries": 3, "numLabelPairs": 4, "chunkCount": 3, "minTime": now - 90_000, "maxTime": now - 10_000 })
+        json!({ "numSeries": 3, "numLabelPairs": 4, "chunkCount": 3 + 4, "minTime": now - 300_000, "maxTime": now - 10_000 })
     );
     // A day without data: nothing, and no times.
     let (_, b) = answer(&state, &[("date", "2001-01-01")]).await;

@@ -188,3 +188,55 @@ fn the_budget_is_exported_as_metrics() {
         ]
     );
 }
+
+#[test]
+fn a_query_refused_on_several_threads_at_once_is_one_refusal() {
+    let budget = MemoryBudget::new(4 * MIB);
+    let memory = QueryMemory::new(budget.clone(), Caller::Http);
+    let other = memory.reserve();
+    other.grow(3 * MIB).unwrap();
+    // A read split among threads: each grows the query's one reservation, and each is refused
+    // before any of them has stopped the others.
+    let query = memory.reserve();
+    let threads = 4;
+    let start = std::sync::Barrier::new(threads);
+    let refused: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    start.wait();
+                    (0..10).filter(|_| query.grow(MIB / 8).is_err()).count()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(refused, threads * 10, "every step refused");
+    assert_eq!(budget.refusals(Caller::Http), 1, "one query, one refusal");
+    assert_eq!((query.held(), budget.in_use()), (0, 3 * MIB));
+    // The next query refused is the second.
+    assert!(memory.reserve().grow(MIB).is_err());
+    assert_eq!(budget.refusals(Caller::Http), 2);
+}
+
+#[test]
+fn a_parallel_read_past_the_budget_is_one_refusal() {
+    let d = tempfile::tempdir().unwrap();
+    let db = db(d.path());
+    // The ten series again, under 64 other ones: enough chunks that the read is split among threads
+    // where the machine has several cores.
+    let more: Vec<(Labels, Vec<Sample>)> = (0..64)
+        .map(|i| {
+            let l = Labels::from_pairs([("__name__", "m".to_string()), ("i", format!("x{i}"))]);
+            (l, (0..360).map(|k| Sample::new(T0 + k * 10_000, k as f64)).collect())
+        })
+        .collect();
+    db.write_series(&more).unwrap();
+    let budget = MemoryBudget::new(QUERY_BYTES);
+    let l = limits(&budget, Caller::Http);
+    for (i, q) in ["m", "rate(m[1m])", "m * 2"].into_iter().enumerate() {
+        assert!(range(&db, q, &l).is_err(), "{q}");
+        assert_eq!(budget.refusals(Caller::Http), i as u64 + 1, "{q}");
+        assert_eq!(budget.in_use(), 0, "{q}");
+    }
+}
