@@ -119,13 +119,32 @@ impl Default for Builtins {
     }
 }
 
-/// A configuration error: `file:line: field: reason` (the line when it can be found).
+/// A configuration error: `file:line: field: reason` (the line when it can be found), and the
+/// further errors found in the same file, one per line after it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub struct ConfigError {
     pub file: String,
     pub line: Option<usize>,
     pub field: String,
     pub reason: String,
+    pub also: Vec<ConfigError>,
+}
+
+impl ConfigError {
+    /// One error at `field` of `file`.
+    pub fn new(
+        file: impl Into<String>,
+        line: Option<usize>,
+        field: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        ConfigError { file: file.into(), line, field: field.into(), reason: reason.into(), also: Vec::new() }
+    }
+
+    /// This error and the further ones, in order.
+    pub fn all(&self) -> impl Iterator<Item = &ConfigError> {
+        std::iter::once(self).chain(&self.also)
+    }
 }
 
 impl fmt::Display for ConfigError {
@@ -135,10 +154,14 @@ impl fmt::Display for ConfigError {
             write!(f, ":{l}")?;
         }
         if self.field.is_empty() {
-            write!(f, ": {}", self.reason)
+            write!(f, ": {}", self.reason)?;
         } else {
-            write!(f, ": {}: {}", self.field, self.reason)
+            write!(f, ": {}: {}", self.field, self.reason)?;
         }
+        for e in &self.also {
+            write!(f, "\n{e}")?;
+        }
+        Ok(())
     }
 }
 
@@ -153,7 +176,7 @@ pub(crate) fn read(path: &Path) -> Result<(String, String), ConfigError> {
     let file = path.display().to_string();
     match std::fs::read_to_string(path) {
         Ok(src) => Ok((src, file)),
-        Err(e) => Err(ConfigError { file, line: None, field: String::new(), reason: format!("cannot read: {e}") }),
+        Err(e) => Err(ConfigError::new(file, None, "", format!("cannot read: {e}"))),
     }
 }
 
@@ -178,7 +201,7 @@ pub(crate) fn from_serde(e: &serde_norway::Error, file: &str) -> ConfigError {
         Some((p, r)) if !p.contains(' ') => (p.to_string(), r.to_string()),
         _ => (String::new(), msg),
     };
-    ConfigError { file: file.to_string(), line, field, reason }
+    ConfigError::new(file, line, field, reason)
 }
 
 #[cfg(test)]

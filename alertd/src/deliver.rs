@@ -187,17 +187,24 @@ pub fn build_with_ledger(
                 secret: b.secret.clone(),
                 language: b.language,
                 limit: Window::robot(),
+                mentions: b.mentions.clone(),
             };
             add("dingtalk", i, Arc::new(bot));
         }
         for (i, b) in r.feishu.iter().enumerate() {
             let t = target(inline(&b.url), &b.http, b.timeout)?;
-            let bot = feishu::Feishu { target: t, secret: b.secret.clone(), language: b.language };
+            let bot = feishu::Feishu {
+                target: t,
+                secret: b.secret.clone(),
+                language: b.language,
+                mentions: b.mentions.clone(),
+            };
             add("feishu", i, Arc::new(bot));
         }
         for (i, b) in r.wecom.iter().enumerate() {
             let t = target(inline(&b.url), &b.http, b.timeout)?;
-            let bot = wecom::WeCom { target: t, language: b.language, limit: Window::robot() };
+            let bot =
+                wecom::WeCom { target: t, language: b.language, limit: Window::robot(), mentions: b.mentions.clone() };
             add("wecom", i, Arc::new(bot));
         }
         for (i, e) in r.email.iter().enumerate() {

@@ -167,6 +167,23 @@ pub struct RobotConfig {
     pub send_resolved: bool,
     pub language: Language,
     pub timeout: Duration,
+    /// Who is @-mentioned when the notification is firing (never on resolution).
+    pub mentions: Mentions,
+}
+
+/// `mentions`: DingTalk mentions by mobile number and user id, Feishu by user id (`open_id`), WeCom
+/// by user id; `all` mentions everyone (DingTalk, Feishu).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Mentions {
+    pub mobiles: Vec<String>,
+    pub user_ids: Vec<String>,
+    pub all: bool,
+}
+
+impl Mentions {
+    pub fn is_empty(&self) -> bool {
+        self.mobiles.is_empty() && self.user_ids.is_empty() && !self.all
+    }
 }
 
 /// Email over SMTP (Alertmanager's `email_configs`, without templates; unset keys come from the

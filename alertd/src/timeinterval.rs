@@ -1,9 +1,53 @@
-//! Time intervals (Alertmanager's `time_intervals`): when a route is muted or active. UTC only.
+//! Time intervals (Alertmanager's `time_intervals`): when a route is muted or active, read on the wall
+//! clock of their `location` (an IANA time zone, `Local`, or UTC by default).
 
 pub mod raw;
 
-use crate::time::Timestamp;
+use crate::time::{Civil, Timestamp};
 use std::ops::RangeInclusive;
+
+/// Where an interval's times are read: UTC, or an IANA zone by name (daylight saving included).
+#[derive(Debug, Clone, Default)]
+pub struct Location(Option<(String, jiff::tz::TimeZone)>);
+
+impl PartialEq for Location {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Location {
+    /// `UTC`, `Local` (the system's zone) or an IANA name such as `Asia/Shanghai`.
+    pub fn parse(name: &str) -> Result<Location, String> {
+        match name {
+            "" | "UTC" => Ok(Location(None)),
+            "Local" => jiff::tz::TimeZone::try_system()
+                .map(|tz| Location(Some((name.into(), tz))))
+                .map_err(|e| format!("location \"Local\": the system's time zone is unknown: {e}")),
+            _ => jiff::tz::TimeZone::get(name)
+                .map(|tz| Location(Some((name.into(), tz))))
+                .map_err(|_| format!("location {name:?} is not a time zone of the IANA database")),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.0.as_ref().map(|(n, _)| n.as_str()).unwrap_or("UTC")
+    }
+
+    /// The wall-clock date and time of `t` here.
+    pub fn civil(&self, t: Timestamp) -> Civil {
+        let Some((_, tz)) = &self.0 else { return t.civil() };
+        let Ok(ts) = jiff::Timestamp::from_millisecond(t.0) else { return t.civil() };
+        let dt = tz.to_datetime(ts);
+        Civil {
+            year: i64::from(dt.year()),
+            month: dt.month() as u32,
+            day: dt.day() as u32,
+            weekday: dt.weekday().to_sunday_zero_offset() as u32,
+            minute_of_day: dt.hour() as u32 * 60 + dt.minute() as u32,
+        }
+    }
+}
 
 /// One interval: every non-empty field must match. A named set holds several, any of which matches.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -16,11 +60,12 @@ pub struct TimeInterval {
     pub days_of_month: Vec<RangeInclusive<i32>>,
     pub months: Vec<RangeInclusive<u32>>,
     pub years: Vec<RangeInclusive<i64>>,
+    pub location: Location,
 }
 
 impl TimeInterval {
     pub fn contains(&self, t: Timestamp) -> bool {
-        let c = t.civil();
+        let c = self.location.civil(t);
         let times =
             self.times.is_empty() || self.times.iter().any(|&(s, e)| c.minute_of_day >= s && c.minute_of_day < e);
         let weekdays = self.weekdays.is_empty() || self.weekdays.iter().any(|r| r.contains(&c.weekday));
@@ -37,12 +82,10 @@ impl TimeInterval {
 
     /// Validates one raw interval; errors name the offending field and value.
     pub fn from_raw(r: &raw::TimeInterval) -> Result<Self, (String, String)> {
-        if let Some(loc) = &r.location
-            && loc != "UTC"
-        {
-            return Err(("location".into(), format!("location {loc:?} is not supported yet (only UTC)")));
-        }
         let mut out = TimeInterval::default();
+        if let Some(loc) = &r.location {
+            out.location = Location::parse(loc).map_err(|e| ("location".to_string(), e))?;
+        }
         for t in &r.times {
             let s = clock(&t.start_time).map_err(|e| ("times.start_time".to_string(), e))?;
             let e = clock(&t.end_time).map_err(|e| ("times.end_time".to_string(), e))?;
@@ -169,7 +212,34 @@ mod tests {
             TimeInterval::from_raw(&r).unwrap_err(),
             ("weekdays".to_string(), r#"range "friday:monday" ends before it starts"#.to_string())
         );
-        let r: raw::TimeInterval = serde_norway::from_str("{location: Asia/Shanghai}").unwrap();
-        assert_eq!(TimeInterval::from_raw(&r).unwrap_err().0, "location");
+        let r: raw::TimeInterval = serde_norway::from_str("{location: Mars/Olympus_Mons}").unwrap();
+        assert_eq!(
+            TimeInterval::from_raw(&r).unwrap_err(),
+            ("location".to_string(), r#"location "Mars/Olympus_Mons" is not a time zone of the IANA database"#.into())
+        );
+    }
+
+    #[test]
+    fn a_location_reads_its_own_wall_clock_with_daylight_saving() {
+        // Business hours in Shanghai (UTC+8, no daylight saving): 09:00-17:00 there is 01:00-09:00 UTC.
+        let sh = ti(
+            "{times: [{start_time: '09:00', end_time: '17:00'}], weekdays: ['monday:friday'], location: Asia/Shanghai}",
+        );
+        let at = |s: &str| Timestamp::parse_rfc3339(s).unwrap();
+        assert!(sh.contains(at("2020-09-14T01:00:00Z")), "Monday 09:00 in Shanghai");
+        assert!(!sh.contains(at("2020-09-14T09:00:00Z")), "Monday 17:00 in Shanghai");
+        assert!(sh.contains(at("2020-09-18T08:59:00Z")), "Friday 16:59");
+        // Sunday 23:30 UTC is Monday 07:30 in Shanghai: the weekday is the zone's, not UTC's.
+        let monday = ti("{weekdays: [monday], location: Asia/Shanghai}");
+        assert!(monday.contains(at("2020-09-13T23:30:00Z")));
+        assert!(!ti("{weekdays: [monday]}").contains(at("2020-09-13T23:30:00Z")));
+        // New York's 09:00 is 14:00 UTC in winter (EST) and 13:00 UTC in summer (EDT).
+        let ny = ti("{times: [{start_time: '09:00', end_time: '10:00'}], location: America/New_York}");
+        assert!(ny.contains(at("2021-01-15T14:30:00Z")) && !ny.contains(at("2021-01-15T13:30:00Z")));
+        assert!(ny.contains(at("2021-07-15T13:30:00Z")) && !ny.contains(at("2021-07-15T14:30:00Z")));
+        // Month ends and years are the zone's too: 2020-12-31T20:00Z is already 2021 in Tokyo.
+        let jan = ti("{months: [january], years: ['2021'], location: Asia/Tokyo}");
+        assert!(jan.contains(at("2020-12-31T20:00:00Z")));
+        assert_eq!(ti("{location: UTC}").location, Location::default());
     }
 }

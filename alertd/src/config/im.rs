@@ -6,7 +6,7 @@ use super::http::{secret, settings};
 use super::raw;
 use super::validate::{Ctx, unsupported};
 use crate::receiver::{
-    DEFAULT_TIMEOUT, EmailConfig, EmailTls, Language, Receiver, RobotConfig, SecretSource, SlackConfig,
+    DEFAULT_TIMEOUT, EmailConfig, EmailTls, Language, Mentions, Receiver, RobotConfig, SecretSource, SlackConfig,
 };
 use argus_model::Secret;
 
@@ -32,6 +32,34 @@ pub(super) fn url_source(
         url(c, &format!("{f}{key}"), &format!("{key}:"), inline)?;
     }
     secret(c, f, key, inline, file)
+}
+
+/// `mentions`, as far as the robot's message can carry them.
+fn mentions(c: &Ctx, f: &str, key: &str, m: Option<&raw::Mentions>) -> Result<Mentions, ConfigError> {
+    let Some(m) = m else { return Ok(Mentions::default()) };
+    let mf = format!("{f}mentions.");
+    if key != "dingtalk_configs" && !m.mobiles.is_empty() {
+        return Err(c.err(
+            format!("{mf}mobiles"),
+            "mobiles:",
+            "Feishu and WeCom robots mention by user id only: use user_ids",
+        ));
+    }
+    if key == "wecom_configs" && m.all {
+        return Err(c.err(format!("{mf}all"), "all:", "WeCom markdown messages cannot mention everyone"));
+    }
+    for (list, name) in [(&m.mobiles, "mobiles"), (&m.user_ids, "user_ids")] {
+        if let Some(bad) =
+            list.iter().find(|v| v.is_empty() || v.contains(char::is_whitespace) || v.contains(['<', '>']))
+        {
+            return Err(c.err(
+                format!("{mf}{name}"),
+                &format!("{name}:"),
+                format!("{bad:?} is not a mobile number or user id"),
+            ));
+        }
+    }
+    Ok(Mentions { mobiles: m.mobiles.clone(), user_ids: m.user_ids.clone(), all: m.all })
 }
 
 pub(super) fn language(c: &Ctx, field: &str, v: &Option<String>) -> Result<Language, ConfigError> {
@@ -111,7 +139,9 @@ pub(super) fn receivers(
             if timeout.is_zero() {
                 return Err(c.err(format!("{f}timeout"), "timeout:", "must be greater than 0"));
             }
+            let mentions = mentions(c, &f, key, b.mentions.as_ref())?;
             out.push(RobotConfig {
+                mentions,
                 url: url(c, &format!("{f}url"), &format!("{key}:"), &b.url)?,
                 http: settings(
                     c,

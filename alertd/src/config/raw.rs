@@ -412,6 +412,19 @@ pub struct Robot {
     pub language: Option<String>,
     pub timeout: Option<String>,
     pub http_config: Option<HttpConfig>,
+    pub mentions: Option<Mentions>,
+}
+
+/// `<robot>_configs[].mentions`: who is @-mentioned in a firing notification.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mentions {
+    #[serde(default)]
+    pub mobiles: Vec<String>,
+    #[serde(default)]
+    pub user_ids: Vec<String>,
+    #[serde(default)]
+    pub all: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]

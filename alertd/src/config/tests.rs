@@ -223,7 +223,11 @@ fn errors_point_at_the_field_they_name() {
         "  - name: b\n    webhook_configs:\n      - url: http://b/\n        timeout: 0s\n",
     );
     let e = parse(src, "alertd.yml").unwrap_err();
-    assert_eq!(e.to_string(), "alertd.yml:16: receivers[1].webhook_configs[0].timeout: must be greater than 0");
+    assert_eq!(
+        e.to_string(),
+        "alertd.yml:7: route.routes[1].group_wait: invalid duration \"soon\" (expected e.g. 30s, 5m, 1h30m, 2d)\n\
+         alertd.yml:16: receivers[1].webhook_configs[0].timeout: must be greater than 0"
+    );
     let fixed = src.replace("timeout: 0s", "timeout: 5s");
     let e = parse(&fixed, "alertd.yml").unwrap_err();
     assert_eq!(e.field, "route.routes[1].group_wait");
@@ -432,4 +436,21 @@ receivers: [{name: a}, {name: b}]
         {}/{x="1"}/{y="2"} {}/{x="1"}/1/{y="2"}
         {}/{x="2"} {}/{x="2"}"#]]
     .assert_eq(&ids.join("\n"));
+}
+
+#[test]
+fn every_error_is_named_in_one_run() {
+    // A refused receiver, a duplicated one, a bad time interval, a route naming the refused receiver
+    // (not refused again: its name is known), a bad inhibit rule and a bad extension.
+    let src = "route:\n  receiver: hook\n  group_interval: 0s\nreceivers:\n  - name: hook\n    webhook_configs: [{url: 'ftp://x/'}]\n  - name: hook\n  - name: ok\ntime_intervals:\n  - name: nights\n    time_intervals: [{times: [{start_time: '25:00', end_time: '06:00'}]}]\ninhibit_rules:\n  - source_matchers: ['severity=\"critical\"']\nargus:\n  history_retention: 0s\n";
+    let e = parse(src, "alertd.yml").unwrap_err();
+    expect![[r#"
+        alertd.yml:3: route.group_interval: must be greater than 0
+        alertd.yml:6: receivers[0].webhook_configs[0].url: not an http(s) URL
+        alertd.yml:7: receivers[1].name: receiver "hook" is defined twice
+        alertd.yml:11: time_intervals[0].time_intervals[0].times.start_time: invalid time "25:00" (expected HH:MM)
+        alertd.yml:13: inhibit_rules[0]: needs both source and target matchers
+        alertd.yml:15: argus.history_retention: must be greater than 0"#]]
+    .assert_eq(&e.to_string());
+    assert_eq!((e.line, e.also.len(), e.all().count()), (Some(3), 5, 6));
 }

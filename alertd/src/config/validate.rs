@@ -27,12 +27,7 @@ impl Ctx<'_> {
     /// a value) is searched for within its section when the field itself is not written.
     pub(super) fn err(&self, field: impl Into<String>, needle: &str, reason: impl Into<String>) -> ConfigError {
         let field = field.into();
-        ConfigError {
-            file: self.file.to_string(),
-            line: locate::line(self.src, &field, needle),
-            field,
-            reason: reason.into(),
-        }
+        ConfigError::new(self.file, locate::line(self.src, &field, needle), field, reason)
     }
 
     /// A path as written, relative paths read from the configuration file's directory.
@@ -90,11 +85,62 @@ pub(super) fn unsupported(c: &Ctx, field: &str, present: &[(&str, bool)]) -> Res
     }
 }
 
+/// The errors found so far. Every section is validated whatever the others hold, so one run names
+/// every error (sorted by line), not only the first.
+#[derive(Default)]
+struct Found(Vec<ConfigError>);
+
+impl Found {
+    fn ok<T>(&mut self, r: Result<T, ConfigError>) -> Option<T> {
+        r.map_err(|e| self.0.push(e)).ok()
+    }
+}
+
 pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, ConfigError> {
     let c = Ctx { src, file };
+    let mut found = Found::default();
+    let global = found.ok(global(&c, &raw));
+    // Names are known even of a receiver or interval refused, so a route naming it is not refused too.
+    let receiver_names: BTreeSet<String> = raw.receivers.iter().map(|r| r.name.clone()).collect();
+    let receivers = receivers(&c, &raw, &mut found);
+    let interval_names: BTreeSet<String> =
+        raw.time_intervals.iter().chain(&raw.mute_time_intervals).map(|s| s.name.clone()).collect();
+    let time_intervals = time_intervals(&c, &raw, &mut found);
+    let route = found.ok(routes(&c, raw.route.as_ref(), &receiver_names, &interval_names));
+    let inhibit_rules = inhibit_rules(&c, &raw.inhibit_rules, &mut found);
+    let argus = raw.argus.unwrap_or_default();
+    let ext = extensions(&c, &argus, &receiver_names, &mut found);
+    match (global, route, ext) {
+        (Some((http, resolve_timeout)), Some(route), Some(ext)) if found.0.is_empty() => Ok(Config {
+            http,
+            resolve_timeout,
+            route,
+            inhibit_rules,
+            receivers,
+            time_intervals,
+            external_url: argus.external_url.unwrap_or_default(),
+            flap: ext.flap,
+            correlation: ext.correlation,
+            escalation: ext.escalation,
+            rules: ext.rules,
+            silence_until_resolved_max: ext.silence_until_resolved_max,
+            history_retention: ext.history_retention,
+        }),
+        _ => {
+            let mut all = found.0;
+            all.sort_by_key(|e| e.line.unwrap_or(usize::MAX));
+            let mut first = all.remove(0);
+            first.also = all;
+            Err(first)
+        }
+    }
+}
+
+/// `global:` and the top-level keys alertd refuses: its HTTP settings and `resolve_timeout`.
+fn global(c: &Ctx, raw: &raw::File) -> Result<(crate::receiver::HttpSettings, Duration), ConfigError> {
     let g = &raw.global;
     unsupported(
-        &c,
+        c,
         "global.",
         &[
             ("smtp_auth_secret", g.smtp_auth_secret.is_some()),
@@ -109,110 +155,133 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
             ("webex_api_url", g.webex_api_url.is_some()),
         ],
     )?;
-    unsupported(&c, "", &[("tracing", raw.tracing.is_some()), ("templates", !raw.templates.is_empty())])?;
+    unsupported(c, "", &[("tracing", raw.tracing.is_some()), ("templates", !raw.templates.is_empty())])?;
     let http =
-        http::settings(&c, "global.http_config", "global.http_config", g.http_config.as_ref())?.unwrap_or_default();
+        http::settings(c, "global.http_config", "global.http_config", g.http_config.as_ref())?.unwrap_or_default();
     let resolve_timeout =
         c.duration("global.resolve_timeout", "resolve_timeout", &g.resolve_timeout, Duration::from_secs(300))?;
     if resolve_timeout.is_zero() {
         return Err(c.err("global.resolve_timeout", "resolve_timeout:", "must be greater than 0"));
     }
+    Ok((http, resolve_timeout))
+}
 
-    // Receivers.
-    let mut receivers = BTreeMap::new();
+/// `receivers:`, each on its own: one refused does not hide the next.
+fn receivers(c: &Ctx, raw: &raw::File, found: &mut Found) -> BTreeMap<String, Receiver> {
+    let (mut out, mut seen) = (BTreeMap::new(), BTreeSet::new());
     for (i, r) in raw.receivers.iter().enumerate() {
-        let field = format!("receivers[{i}].");
-        if r.name.is_empty() {
-            return Err(c.err(format!("{field}name"), "name:", "must not be empty"));
-        }
-        unsupported(
-            &c,
-            &field,
-            &[
-                ("wechat_configs", r.wechat_configs.is_some()),
-                ("pushover_configs", r.pushover_configs.is_some()),
-                ("victorops_configs", r.victorops_configs.is_some()),
-                ("sns_configs", r.sns_configs.is_some()),
-                ("telegram_configs", r.telegram_configs.is_some()),
-                ("webex_configs", r.webex_configs.is_some()),
-                ("discord_configs", r.discord_configs.is_some()),
-                ("msteams_configs", r.msteams_configs.is_some()),
-            ],
-        )?;
-        let mut webhooks = Vec::new();
-        for (j, w) in r.webhook_configs.iter().enumerate() {
-            let wf = format!("{field}webhook_configs[{j}].");
-            let url = im::url_source(&c, &wf, "url", &w.url, &w.url_file)?
-                .ok_or_else(|| c.err(format!("{wf}url"), "webhook_configs:", "missing"))?;
-            let http = http::settings(
-                &c,
-                &format!("{wf}http_config"),
-                &format!("receivers {:?} webhook_configs[{j}].http_config", r.name),
-                w.http_config.as_ref(),
-            )?;
-            let timeout = c.duration(&format!("{wf}timeout"), "timeout", &w.timeout, Duration::from_secs(10))?;
-            if timeout.is_zero() {
-                return Err(c.err(format!("{wf}timeout"), "timeout:", "must be greater than 0"));
-            }
-            let ext = w.argus.as_ref();
-            let signature_header = ext.and_then(|a| a.signature_header.clone());
-            if signature_header.as_ref().is_some_and(|h| reqwest::header::HeaderName::from_bytes(h.as_bytes()).is_err())
-            {
-                return Err(c.err(
-                    format!("{wf}argus.signature_header"),
-                    "signature_header:",
-                    "not an http header name",
-                ));
-            }
-            webhooks.push(WebhookConfig {
-                url,
-                http,
-                send_resolved: w.send_resolved.unwrap_or(true),
-                max_alerts: w.max_alerts,
-                timeout,
-                hmac_secret: ext.and_then(|a| a.hmac_secret.clone()).map(Secret::new),
-                signature_header: signature_header.unwrap_or_else(|| SIGNATURE_HEADER.to_string()),
-                body_template: match ext.and_then(|a| a.body_template.as_deref()) {
-                    None => None,
-                    Some(t) => Some(
-                        BodyTemplate::parse(t)
-                            .map_err(|e| c.err(format!("{wf}argus.body_template"), "body_template:", e))?,
-                    ),
-                },
-            });
-        }
-        let mut receiver = Receiver { name: r.name.clone(), webhooks, ..Receiver::default() };
-        im::receivers(&c, g, r, &field, &mut receiver)?;
-        paging::receivers(&c, g, r, &field, &mut receiver)?;
-        scheduler::receivers(&c, r, &field, &mut receiver)?;
-        if receivers.insert(r.name.clone(), receiver).is_some() {
-            return Err(c.err(format!("{field}name"), &r.name, format!("receiver {:?} is defined twice", r.name)));
+        if !seen.insert(&r.name) {
+            let field = format!("receivers[{i}].name");
+            found.0.push(c.err(field, &r.name, format!("receiver {:?} is defined twice", r.name)));
+        } else if let Some(receiver) = found.ok(receiver(c, &raw.global, r, i)) {
+            out.insert(r.name.clone(), receiver);
         }
     }
+    out
+}
 
-    // Time intervals.
+fn receiver(c: &Ctx, g: &raw::Global, r: &raw::Receiver, i: usize) -> Result<Receiver, ConfigError> {
+    let field = format!("receivers[{i}].");
+    if r.name.is_empty() {
+        return Err(c.err(format!("{field}name"), "name:", "must not be empty"));
+    }
+    unsupported(
+        c,
+        &field,
+        &[
+            ("wechat_configs", r.wechat_configs.is_some()),
+            ("pushover_configs", r.pushover_configs.is_some()),
+            ("victorops_configs", r.victorops_configs.is_some()),
+            ("sns_configs", r.sns_configs.is_some()),
+            ("telegram_configs", r.telegram_configs.is_some()),
+            ("webex_configs", r.webex_configs.is_some()),
+            ("discord_configs", r.discord_configs.is_some()),
+            ("msteams_configs", r.msteams_configs.is_some()),
+        ],
+    )?;
+    let mut webhooks = Vec::new();
+    for (j, w) in r.webhook_configs.iter().enumerate() {
+        let wf = format!("{field}webhook_configs[{j}].");
+        let url = im::url_source(c, &wf, "url", &w.url, &w.url_file)?
+            .ok_or_else(|| c.err(format!("{wf}url"), "webhook_configs:", "missing"))?;
+        let http = http::settings(
+            c,
+            &format!("{wf}http_config"),
+            &format!("receivers {:?} webhook_configs[{j}].http_config", r.name),
+            w.http_config.as_ref(),
+        )?;
+        let timeout = c.duration(&format!("{wf}timeout"), "timeout", &w.timeout, Duration::from_secs(10))?;
+        if timeout.is_zero() {
+            return Err(c.err(format!("{wf}timeout"), "timeout:", "must be greater than 0"));
+        }
+        let ext = w.argus.as_ref();
+        let signature_header = ext.and_then(|a| a.signature_header.clone());
+        if signature_header.as_ref().is_some_and(|h| reqwest::header::HeaderName::from_bytes(h.as_bytes()).is_err()) {
+            return Err(c.err(format!("{wf}argus.signature_header"), "signature_header:", "not an http header name"));
+        }
+        webhooks.push(WebhookConfig {
+            url,
+            http,
+            send_resolved: w.send_resolved.unwrap_or(true),
+            max_alerts: w.max_alerts,
+            timeout,
+            hmac_secret: ext.and_then(|a| a.hmac_secret.clone()).map(Secret::new),
+            signature_header: signature_header.unwrap_or_else(|| SIGNATURE_HEADER.to_string()),
+            body_template: match ext.and_then(|a| a.body_template.as_deref()) {
+                None => None,
+                Some(t) => Some(
+                    BodyTemplate::parse(t)
+                        .map_err(|e| c.err(format!("{wf}argus.body_template"), "body_template:", e))?,
+                ),
+            },
+        });
+    }
+    let mut receiver = Receiver { name: r.name.clone(), webhooks, ..Receiver::default() };
+    im::receivers(c, g, r, &field, &mut receiver)?;
+    paging::receivers(c, g, r, &field, &mut receiver)?;
+    scheduler::receivers(c, r, &field, &mut receiver)?;
+    Ok(receiver)
+}
+
+/// `time_intervals:` and `mute_time_intervals:`, each set on its own.
+fn time_intervals(c: &Ctx, raw: &raw::File, found: &mut Found) -> BTreeMap<String, Vec<TimeInterval>> {
     let mut time_intervals = BTreeMap::new();
     let sets = raw.time_intervals.iter().map(|s| ("time_intervals", s));
-    for (i, (key, set)) in sets.chain(raw.mute_time_intervals.iter().map(|s| ("mute_time_intervals", s))).enumerate() {
+    'sets: for (i, (key, set)) in
+        sets.chain(raw.mute_time_intervals.iter().map(|s| ("mute_time_intervals", s))).enumerate()
+    {
         let mut out = Vec::new();
         for (j, ti) in set.time_intervals.iter().enumerate() {
             let t = TimeInterval::from_raw(ti).map_err(|(f, reason)| {
                 let last = f.rsplit('.').next().unwrap_or(&f).to_string();
                 c.err(format!("{key}[{i}].time_intervals[{j}].{f}"), &format!("{last}:"), reason)
-            })?;
-            out.push(t);
+            });
+            match found.ok(t) {
+                Some(t) => out.push(t),
+                None => continue 'sets,
+            }
         }
-        if time_intervals.insert(set.name.clone(), out).is_some() {
-            return Err(c.err(
+        if time_intervals.contains_key(&set.name) {
+            found.0.push(c.err(
                 format!("{key}[{i}].name"),
                 &set.name,
                 format!("time interval {:?} is defined twice", set.name),
             ));
+        } else {
+            time_intervals.insert(set.name.clone(), out);
         }
     }
+    time_intervals
+}
 
-    // Routes.
-    let root = raw.route.as_ref().ok_or_else(|| c.err("route", "", "missing: the root route is required"))?;
+/// The route tree.
+fn routes(
+    c: &Ctx,
+    root: Option<&raw::Route>,
+    receivers: &BTreeSet<String>,
+    intervals: &BTreeSet<String>,
+) -> Result<Route, ConfigError> {
+    let root = root.ok_or_else(|| c.err("route", "", "missing: the root route is required"))?;
     if !root.matchers.is_empty() || !root.match_eq.is_empty() || !root.match_re.is_empty() {
         return Err(c.err("route.matchers", "matchers:", "the root route must not have matchers"));
     }
@@ -232,11 +301,12 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         mute_time_intervals: Vec::new(),
         active_time_intervals: Vec::new(),
     };
-    let route = build_route(&c, root, "route", None, &defaults, &receivers, &time_intervals)?;
+    build_route(c, root, "route", None, &defaults, receivers, intervals)
+}
 
-    // Inhibition.
-    let mut inhibit_rules = Vec::new();
-    for (i, r) in raw.inhibit_rules.iter().enumerate() {
+/// `inhibit_rules:`, each on its own.
+fn inhibit_rules(c: &Ctx, list: &[raw::InhibitRule], found: &mut Found) -> Vec<InhibitRule> {
+    let rule = |i: usize, r: &raw::InhibitRule| -> Result<InhibitRule, ConfigError> {
         let f = format!("inhibit_rules[{i}]");
         let mut source = c.matchers(&format!("{f}.source_matchers"), &r.source_matchers)?;
         source.extend(c.legacy(&format!("{f}.source_match_re"), &r.source_match, &r.source_match_re)?);
@@ -245,77 +315,75 @@ pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, 
         if source.is_empty() || target.is_empty() {
             return Err(c.err(f, "inhibit_rules:", "needs both source and target matchers"));
         }
-        inhibit_rules.push(InhibitRule { source, target, equal: r.equal.clone() });
-    }
+        Ok(InhibitRule { source, target, equal: r.equal.clone() })
+    };
+    list.iter().enumerate().filter_map(|(i, r)| found.ok(rule(i, r))).collect()
+}
 
-    // Extensions.
-    let argus = raw.argus.unwrap_or_default();
-    let flap = match &argus.flap {
-        None => None,
-        Some(f) => {
-            let d = FlapConfig::default();
-            let cfg = FlapConfig {
-                window: c.duration("argus.flap.window", "window", &f.window, d.window)?,
-                threshold: f.threshold.unwrap_or(d.threshold),
-                settle: c.duration("argus.flap.settle", "settle", &f.settle, d.settle)?,
-            };
-            if cfg.threshold < 2 {
-                return Err(c.err("argus.flap.threshold", "threshold:", "must be at least 2 state changes"));
-            }
-            Some(cfg)
+/// The `argus:` section, validated.
+struct Extensions {
+    flap: Option<FlapConfig>,
+    correlation: Option<CorrelationConfig>,
+    escalation: Vec<EscalationRule>,
+    rules: Option<super::RulesConfig>,
+    silence_until_resolved_max: Duration,
+    history_retention: Duration,
+}
+
+/// `argus:`, each part on its own; None when any part was refused.
+fn extensions(c: &Ctx, argus: &raw::Argus, receivers: &BTreeSet<String>, found: &mut Found) -> Option<Extensions> {
+    let flap = found.ok(flap(c, argus.flap.as_ref()));
+    let correlation = found.ok(argus.correlation.as_ref().map(|k| correlation(c, k)).transpose());
+    let escalation = found.ok(escalation(c, &argus.escalation, argus.correlation.is_some(), receivers));
+    let rules = found.ok(super::rules::validate(c, argus.rules.as_ref()));
+    let positive = |field: &str, key: &str, v: &Option<String>, default: Duration| {
+        let d = c.duration(field, key, v, default)?;
+        if d.is_zero() {
+            return Err(c.err(field, key, "must be greater than 0"));
         }
+        Ok(d)
     };
-    let correlation = match &argus.correlation {
-        None => None,
-        Some(k) => Some(correlation(&c, k)?),
-    };
-
-    let escalation = escalation(&c, &argus.escalation, correlation.is_some(), &receivers)?;
-
-    let rules = super::rules::validate(&c, argus.rules.as_ref())?;
-
-    let silence_until_resolved_max = c.duration(
+    let silence_until_resolved_max = found.ok(positive(
         "argus.silence_until_resolved_max",
         "silence_until_resolved_max",
         &argus.silence_until_resolved_max,
         super::DEFAULT_SILENCE_UNTIL_RESOLVED_MAX,
-    )?;
-    if silence_until_resolved_max.is_zero() {
-        return Err(c.err("argus.silence_until_resolved_max", "silence_until_resolved_max", "must be greater than 0"));
-    }
-
-    let history_retention = c.duration(
+    ));
+    let history_retention = found.ok(positive(
         "argus.history_retention",
         "history_retention",
         &argus.history_retention,
         super::DEFAULT_HISTORY_RETENTION,
-    )?;
-    if history_retention.is_zero() {
-        return Err(c.err("argus.history_retention", "history_retention", "must be greater than 0"));
-    }
-
-    Ok(Config {
-        http,
-        resolve_timeout,
-        route,
-        inhibit_rules,
-        receivers,
-        time_intervals,
-        external_url: argus.external_url.unwrap_or_default(),
-        flap,
-        correlation,
-        escalation,
-        rules,
-        silence_until_resolved_max,
-        history_retention,
+    ));
+    Some(Extensions {
+        flap: flap?,
+        correlation: correlation?,
+        escalation: escalation?,
+        rules: rules?,
+        silence_until_resolved_max: silence_until_resolved_max?,
+        history_retention: history_retention?,
     })
+}
+
+fn flap(c: &Ctx, f: Option<&raw::Flap>) -> Result<Option<FlapConfig>, ConfigError> {
+    let Some(f) = f else { return Ok(None) };
+    let d = FlapConfig::default();
+    let cfg = FlapConfig {
+        window: c.duration("argus.flap.window", "window", &f.window, d.window)?,
+        threshold: f.threshold.unwrap_or(d.threshold),
+        settle: c.duration("argus.flap.settle", "settle", &f.settle, d.settle)?,
+    };
+    if cfg.threshold < 2 {
+        return Err(c.err("argus.flap.threshold", "threshold:", "must be at least 2 state changes"));
+    }
+    Ok(Some(cfg))
 }
 
 fn escalation(
     c: &Ctx,
     list: &[raw::Escalation],
     correlated: bool,
-    receivers: &BTreeMap<String, Receiver>,
+    receivers: &BTreeSet<String>,
 ) -> Result<Vec<EscalationRule>, ConfigError> {
     if !list.is_empty() && !correlated {
         return Err(c.err(
@@ -329,7 +397,7 @@ fn escalation(
         let field = format!("argus.escalation[{i}]");
         let receiver =
             e.receiver.clone().ok_or_else(|| c.err(format!("{field}.receiver"), "escalation:", "missing"))?;
-        if !receivers.contains_key(&receiver) {
+        if !receivers.contains(&receiver) {
             return Err(c.err(
                 format!("{field}.receiver"),
                 &format!("receiver: {receiver}"),
@@ -406,13 +474,13 @@ fn build_route(
     field: &str,
     parent_route: Option<&Route>,
     parent: &RouteOpts,
-    receivers: &BTreeMap<String, Receiver>,
-    intervals: &BTreeMap<String, Vec<TimeInterval>>,
+    receivers: &BTreeSet<String>,
+    intervals: &BTreeSet<String>,
 ) -> Result<Route, ConfigError> {
     let mut matchers = c.matchers(&format!("{field}.matchers"), &r.matchers)?;
     matchers.extend(c.legacy(&format!("{field}.match_re"), &r.match_eq, &r.match_re)?);
     let receiver = r.receiver.clone().unwrap_or_else(|| parent.receiver.clone());
-    if !receivers.contains_key(&receiver) {
+    if !receivers.contains(&receiver) {
         return Err(c.err(
             format!("{field}.receiver"),
             &format!("receiver: {receiver}"),
@@ -438,7 +506,7 @@ fn build_route(
         }
     };
     for name in r.mute_time_intervals.iter().chain(&r.active_time_intervals) {
-        if !intervals.contains_key(name) {
+        if !intervals.contains(name) {
             return Err(c.err(
                 format!("{field}.mute_time_intervals"),
                 name,

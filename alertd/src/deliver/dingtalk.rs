@@ -5,8 +5,9 @@ use super::robot::check;
 use super::sign::{base64, hmac_sha256};
 use super::text::{self, Markup};
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
+use crate::alert::Status;
 use crate::notify::Notification;
-use crate::receiver::Language;
+use crate::receiver::{Language, Mentions};
 use argus_model::Secret;
 use serde_json::json;
 
@@ -15,6 +16,9 @@ pub struct DingTalk {
     pub secret: Option<Secret>,
     pub language: Language,
     pub limit: Window,
+    /// @-mentioned when firing: the `at` object, and each `@mobile` / `@userid` written in the text, as
+    /// DingTalk needs both to notify.
+    pub mentions: Mentions,
 }
 
 /// errcode 130101: "send too fast" (the 20 a minute limit).
@@ -24,8 +28,17 @@ impl Integration for DingTalk {
     fn render(&self, n: &Notification) -> Result<Vec<u8>, DeliverError> {
         let title = text::title(&n.message, self.language);
         let body = text::body(&n.message, self.language, Markup::Markdown);
-        let msg =
-            json!({"msgtype": "markdown", "markdown": {"title": title, "text": format!("### {title}\n\n{body}")}});
+        let mut text = format!("### {title}\n\n{body}");
+        let m = &self.mentions;
+        let mention = n.message.status == Status::Firing && !m.is_empty();
+        if mention {
+            let names: Vec<String> = m.mobiles.iter().chain(&m.user_ids).map(|x| format!("@{x}")).collect();
+            text.push_str(&format!("\n\n{}", names.join(" ")));
+        }
+        let mut msg = json!({"msgtype": "markdown", "markdown": {"title": title, "text": text}});
+        if mention {
+            msg["at"] = json!({"atMobiles": m.mobiles, "atUserIds": m.user_ids, "isAtAll": m.all});
+        }
         serde_json::to_vec(&msg).map_err(|e| DeliverError::Render(e.to_string()))
     }
 

@@ -6,7 +6,7 @@ use super::text::{self, Markup};
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
 use crate::alert::Status;
 use crate::notify::Notification;
-use crate::receiver::Language;
+use crate::receiver::{Language, Mentions};
 use argus_model::Secret;
 use serde_json::json;
 
@@ -14,6 +14,8 @@ pub struct Feishu {
     pub target: HttpTarget,
     pub secret: Option<Secret>,
     pub language: Language,
+    /// @-mentioned when firing: `<at id=…></at>` in the card (user ids are `open_id`s; `all` is `<at id=all>`).
+    pub mentions: Mentions,
 }
 
 /// code 11232: the bot's frequency limit.
@@ -23,11 +25,18 @@ impl Integration for Feishu {
     fn render(&self, n: &Notification) -> Result<Vec<u8>, DeliverError> {
         let title = text::title(&n.message, self.language);
         let color = if n.message.status == Status::Firing { "red" } else { "green" };
+        let mut content = text::body(&n.message, self.language, Markup::Markdown);
+        let m = &self.mentions;
+        if n.message.status == Status::Firing && !m.is_empty() {
+            let ids = m.user_ids.iter().map(String::as_str).chain(m.all.then_some("all"));
+            let at: Vec<String> = ids.map(|id| format!("<at id={id}></at>")).collect();
+            content.push_str(&format!("\n{}", at.join(" ")));
+        }
         let msg = json!({
             "msg_type": "interactive",
             "card": {
                 "header": {"title": {"tag": "plain_text", "content": title}, "template": color},
-                "elements": [{"tag": "markdown", "content": text::body(&n.message, self.language, Markup::Markdown)}],
+                "elements": [{"tag": "markdown", "content": content}],
             },
         });
         serde_json::to_vec(&msg).map_err(|e| DeliverError::Render(e.to_string()))

@@ -5,7 +5,7 @@ use super::tests::{Reply, fast_policy, receiver, until};
 use super::*;
 use crate::alert::Status;
 use crate::outbox::tests::notification;
-use crate::receiver::Language;
+use crate::receiver::{Language, Mentions};
 use crate::webhook::{Extras, IncidentInfo};
 use std::path::Path;
 
@@ -69,10 +69,22 @@ fn integrations(url: &str, secret: Option<&str>, lang: Language) -> Vec<(&'stati
                 secret: secret.clone(),
                 language: lang,
                 limit: limit::Window::robot(),
+                mentions: Mentions::default(),
             }),
         ),
-        ("feishu", Arc::new(feishu::Feishu { target: target(url), secret, language: lang })),
-        ("wecom", Arc::new(wecom::WeCom { target: target(url), language: lang, limit: limit::Window::robot() })),
+        (
+            "feishu",
+            Arc::new(feishu::Feishu { target: target(url), secret, language: lang, mentions: Mentions::default() }),
+        ),
+        (
+            "wecom",
+            Arc::new(wecom::WeCom {
+                target: target(url),
+                language: lang,
+                limit: limit::Window::robot(),
+                mentions: Mentions::default(),
+            }),
+        ),
     ]
 }
 
@@ -151,4 +163,41 @@ async fn im_messages_go_through_the_outbox() {
     }
     until("four deliveries", || outbox.count(outbox::State::Delivered).unwrap() == 4).await;
     assert_eq!(r.got().len(), 5, "one 502 retried");
+}
+
+#[test]
+fn robots_mention_people_when_firing_only() {
+    let src = "route: {receiver: r}\nreceivers:\n  - name: r\n    dingtalk_configs: [{url: 'http://d/', mentions: {mobiles: ['13800000000'], user_ids: [u1], all: true}}]\n    feishu_configs: [{url: 'http://f/', mentions: {user_ids: [ou_7d8a], all: true}}]\n    wecom_configs: [{url: 'http://w/', mentions: {user_ids: [zhangsan, lisi]}}]\n";
+    let its = build(&crate::config::parse(src, "alertd.yml").unwrap()).unwrap();
+    let firing = sample();
+    let mut resolved = sample();
+    resolved.message.status = Status::Resolved;
+    let body = |kind: &str, n: &Notification| -> serde_json::Value {
+        serde_json::from_slice(&its[&format!("r/{kind}/0")].render(n).unwrap()).unwrap()
+    };
+    let d = body("dingtalk", &firing);
+    assert_eq!(d["at"], serde_json::json!({"atMobiles": ["13800000000"], "atUserIds": ["u1"], "isAtAll": true}));
+    assert!(d["markdown"]["text"].as_str().unwrap().ends_with("\n\n@13800000000 @u1"), "{d}");
+    let f = body("feishu", &firing);
+    let content = f["card"]["elements"][0]["content"].as_str().unwrap();
+    assert!(content.ends_with("\n<at id=ou_7d8a></at> <at id=all></at>"), "{content}");
+    let w = body("wecom", &firing);
+    assert!(w["markdown"]["content"].as_str().unwrap().ends_with("\n<@zhangsan> <@lisi>"), "{w}");
+    // A resolution mentions nobody.
+    assert!(body("dingtalk", &resolved).get("at").is_none());
+    assert!(!body("feishu", &resolved).to_string().contains("<at id="));
+    assert!(!body("wecom", &resolved).to_string().contains("<@"));
+
+    let bad = |rx: &str| {
+        let src = format!("route: {{receiver: r}}\nreceivers:\n  - name: r\n    {rx}\n");
+        crate::config::parse(&src, "alertd.yml").unwrap_err().to_string()
+    };
+    assert_eq!(
+        bad("feishu_configs: [{url: 'http://f/', mentions: {mobiles: ['138']}}]"),
+        "alertd.yml:4: receivers[0].feishu_configs[0].mentions.mobiles: Feishu and WeCom robots mention by user id only: use user_ids"
+    );
+    assert_eq!(
+        bad("wecom_configs: [{url: 'http://w/', mentions: {all: true}}]"),
+        "alertd.yml:4: receivers[0].wecom_configs[0].mentions.all: WeCom markdown messages cannot mention everyone"
+    );
 }

@@ -78,11 +78,9 @@ pub fn parse(src: &str, file: &str) -> Result<Vec<RuleGroup>, ConfigError> {
         return Ok(Vec::new());
     }
     let raw: RawFile = serde_norway::from_str(src).map_err(|e| from_serde(&e, file))?;
-    let err = |field: String, needle: &str, reason: String| ConfigError {
-        file: file.to_string(),
-        line: locate(src, &field, needle),
-        field,
-        reason,
+    let err = |field: String, needle: &str, reason: String| {
+        let line = locate(src, &field, needle);
+        ConfigError::new(file, line, field, reason)
     };
     let mut names = BTreeSet::new();
     let mut groups = Vec::with_capacity(raw.groups.len());
