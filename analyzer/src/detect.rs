@@ -62,6 +62,7 @@ pub mod multivariate;
 pub mod pca;
 pub mod peer;
 pub mod spot;
+pub mod stuck;
 pub mod threshold;
 pub mod univariate;
 

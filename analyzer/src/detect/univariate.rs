@@ -20,7 +20,13 @@
 //! multiplied by [`SustainParams::gain`]. A brief spike hardly moves that record, since the smallest surprise
 //! around a one-point spike is small, so a deviation that lasts (a level shift, a stuck value, a slow
 //! excursion) alarms even after a much larger spike has deafened the record stage. The stages' score is the
-//! largest of the three.
+//! largest of the three and the stuck-value stage's.
+//!
+//! Last among the stages, the stuck-value stage ([`super::stuck`]): a run of one repeated value that lasts
+//! [`StuckParams::factor`] times the longest run the series has completed, and at least
+//! [`StuckParams::min_points`] points, scores 2.2 or more — a frozen gauge, which the band takes for
+//! normal when the frozen value is near the expected one. It scores once the threshold's warm-up is over,
+//! on every side (a held value is neither a rise nor a drop), and learns from the first point.
 //!
 //! Beside the stages runs the second family, adaptive resonance ([`super::art`]): the novelty of the
 //! last few points' shape among the shapes the series has shown. Its score, times
@@ -45,6 +51,7 @@ use serde::{Deserialize, Serialize};
 use super::art::{Art, ArtParams};
 use super::likelihood::{Likelihood, LikelihoodParams};
 use super::spot::{AlertLevel, Spot, SpotParams};
+use super::stuck::{Stuck, StuckParams};
 use super::threshold::{Threshold, ThresholdParams};
 use super::{Direction, StreamDetector, Verdict};
 
@@ -60,6 +67,8 @@ pub struct UnivariateParams {
     pub record_floor: f64,
     pub novelty: NoveltyParams,
     pub sustain: SustainParams,
+    /// The stuck-value stage; off unless both its factor and its minimum run are above 0.
+    pub stuck: StuckParams,
     /// How the level that maps to a final score of 1 is set: by SPOT on the series' own scores, or 1.
     pub alert_level: AlertLevel,
     /// SPOT's parameters; the univariate default keeps at most 250 peaks per series (2 KiB).
@@ -118,6 +127,7 @@ impl Default for UnivariateParams {
             record_floor: 1.0,
             novelty: NoveltyParams::default(),
             sustain: SustainParams::default(),
+            stuck: STUCK,
             // SPOT is opt-in here: on NAB it lowered the standard score from 63.80 to 50.13
             // (bench/results/spot-2026-12-07.json). The stages' record already adapts each series' level.
             alert_level: AlertLevel::Fixed,
@@ -127,6 +137,12 @@ impl Default for UnivariateParams {
         }
     }
 }
+
+/// The default [`UnivariateParams::stuck`]: off. Left out one data set at a time on `argus eval pages`,
+/// every setting tried (factor 2, 4 or 8, at least 3 or 5 points) added false pages and at most one fault
+/// notified within 5 minutes (bench/results/pages-2026-12-08-stuck-*.json, docs/eval-pages.md): a series that idles
+/// at exactly 0 looks, alone, like one that froze.
+pub const STUCK: StuckParams = StuckParams::OFF;
 
 /// The default [`UnivariateParams::art_weight`].
 pub const ART_WEIGHT: f64 = 1.0;
@@ -146,6 +162,10 @@ pub struct Univariate {
     /// Absent from models saved before the stage existed: they resume with the default stage.
     #[serde(default)]
     sustain: Sustain,
+    /// Absent from state saved before the stage existed (analyzer state versions 1 to 3): it resumes with
+    /// the stage off, as it ran then.
+    #[serde(default)]
+    stuck: Stuck,
     /// Absent from state saved before the alert level existed (analyzer state version 1): it resumes with
     /// the default level (fixed, as before).
     #[serde(default)]
@@ -301,6 +321,7 @@ impl Univariate {
         Univariate {
             novelty: Novelty::new(params.novelty),
             sustain: Sustain::new(params.sustain, params.record_floor),
+            stuck: Stuck::new(params.stuck),
             threshold: Threshold::new(params.threshold),
             likelihood: Likelihood::new(params.likelihood),
             record_decay: params.record_decay,
@@ -349,13 +370,14 @@ impl StreamDetector for Univariate {
         // alarm because a drop is unusually long or deep.
         let raw = verdict.score.max(self.likelihood.update(self.threshold.direction().watched(z)));
         let novel = self.novelty.update(value, raw, self.threshold.direction());
+        let stuck = self.stuck.update(value, !warming);
         if self.record_decay <= 0.0 {
-            let score = self.resonate(raw.max(novel), t_ms, value, verdict.expected);
+            let score = self.resonate(raw.max(novel).max(stuck), t_ms, value, verdict.expected);
             let score = self.alert.apply(score, !warming);
             return Verdict { score, ..verdict };
         }
         let lasting = self.sustain.update(raw, self.record_decay, self.record_floor);
-        let score = (raw / self.record).max(novel).max(lasting);
+        let score = (raw / self.record).max(novel).max(lasting).max(stuck);
         let score = self.resonate(score, t_ms, value, verdict.expected);
         self.record = (self.record * self.record_decay).max(raw).max(self.record_floor);
         if warming && self.threshold.period().is_some() {
@@ -626,6 +648,43 @@ mod tests {
         }
         assert!(back.update(1700, -5.0).score < 1.0, "a new low is not watched after a resume either");
         assert!(back.update(1701, 104.0).score >= 2.2);
+    }
+
+    /// The ensemble as the runtime runs it, with the stuck stage at `stuck`: a noisy series for 2,000
+    /// points (warm-up over), then its last value held for `held` points; the held points' scores.
+    fn noisy_then_held(stuck: StuckParams, held: u64) -> Vec<f64> {
+        let mut e = Univariate::new(UnivariateParams { stuck, ..Default::default() });
+        let mut last = 0.0;
+        for i in 0..2000 {
+            last = 10.0 + noise(i);
+            e.update(i as i64, last);
+        }
+        (2000..2000 + held).map(|i| e.update(i as i64, last).score).collect()
+    }
+
+    #[test]
+    fn a_held_value_alarms_through_the_ensemble_only_with_the_stuck_stage() {
+        let on = StuckParams { factor: 2.0, min_points: 3 };
+        let scores = noisy_then_held(on, 30);
+        // The run includes the last moving point: the third point of the run is the second held one.
+        assert!(scores[0] < 1.0, "{scores:?}");
+        assert!(scores[1] > 1.0, "{scores:?}");
+        assert!(scores[1..].iter().all(|&s| s > 1.0), "{scores:?}");
+        let off = noisy_then_held(StuckParams::OFF, 30);
+        assert!(off.iter().all(|&s| s < 1.0), "{off:?}");
+    }
+
+    #[test]
+    fn a_model_saved_before_the_stuck_stage_resumes_with_it_off() {
+        let mut e = Univariate::new(UnivariateParams { stuck: StuckParams { factor: 2.0, min_points: 3 }, ..stages() });
+        for i in 0..1000 {
+            e.update(i, (i as f64 / 10.0).sin());
+        }
+        let mut json: serde_json::Value = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["stuck"]["params"]["min_points"], 3);
+        json.as_object_mut().unwrap().remove("stuck");
+        let back: Univariate = serde_json::from_value(json).unwrap();
+        assert_eq!(back.stuck, Stuck::new(StuckParams::OFF));
     }
 
     #[test]

@@ -111,6 +111,9 @@ fn make_threshold(
     if !(p.sustain.gain.is_finite() && p.sustain.gain >= 0.0) {
         return Err(format!("sustain.gain = {} must be a number at or above 0", p.sustain.gain));
     }
+    if !(p.stuck.factor.is_finite() && p.stuck.factor >= 0.0) {
+        return Err(format!("stuck.factor = {} must be a number at or above 0", p.stuck.factor));
+    }
     // Every watched series keeps its last `points` surprises.
     if p.sustain.points > MAX_SUSTAIN_POINTS {
         return Err(format!("sustain.points = {} must be at most {MAX_SUSTAIN_POINTS}", p.sustain.points));
@@ -149,6 +152,9 @@ mod tests {
         assert_eq!(err, "sustain.points = 5000 must be at most 1000");
         let err = threshold("[sustain]\ngain = -1.0").err().unwrap();
         assert_eq!(err, "sustain.gain = -1 must be a number at or above 0");
+        assert!(threshold("[stuck]\nfactor = 0.0").is_ok(), "0 turns the stage off");
+        let err = threshold("[stuck]\nfactor = -2.0").err().unwrap();
+        assert_eq!(err, "stuck.factor = -2 must be a number at or above 0");
         let err = threshold("[sustain]\npoints = -3").err().unwrap();
         assert_eq!(err, "sustain.points: invalid value: integer `-3`, expected usize");
         let err = threshold("[threshold]\nk = 0.0").err().unwrap();

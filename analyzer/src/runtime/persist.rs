@@ -12,13 +12,13 @@ use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// The version this build writes. Version 2 added the univariate detector's alert level (its SPOT state),
-/// version 3 its adaptive-resonance detector.
-pub const VERSION: u32 = 3;
+/// version 3 its adaptive-resonance detector, version 4 its stuck-value stage.
+pub const VERSION: u32 = 4;
 
 /// The versions this build reads: a version 1 file's detectors resume without SPOT state and calibrate it
 /// on the points that follow; a version 1 or 2 file's resume without resonance state, its detector starting
-/// its probation.
-pub const VERSIONS_READ: [u32; 3] = [1, 2, 3];
+/// its probation; a version 1 to 3 file's resume with the stuck-value stage off, as they ran.
+pub const VERSIONS_READ: [u32; 4] = [1, 2, 3, 4];
 
 /// What [`load`] reads of a saved file (its `rule` name, written for people, is not needed).
 #[derive(Deserialize)]
@@ -239,7 +239,7 @@ mod tests {
         save(dir.path(), &state_after(2_000, "alert_level = \"spot\"\nart_weight = 0.0")).unwrap();
         let file = path(dir.path(), "temp");
         let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        assert_eq!(json["version"], 3);
+        assert_eq!(json["version"], VERSION);
         let alert = &json["series"][0]["detectors"][0]["alert"];
         assert!(alert["spot"]["peaks"].as_array().is_some_and(|p| !p.is_empty()), "{alert}");
         let (_, series) = load(dir.path(), &rule("")).unwrap();
@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(resumed["record"], json["series"][0]["detectors"][0]["record"]);
 
         // A version this build does not know is not read.
-        json["version"] = 4.into();
+        json["version"] = (VERSION + 1).into();
         std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
         assert!(load(dir.path(), &rule("")).is_none());
     }
@@ -271,7 +271,7 @@ mod tests {
         save(dir.path(), &state_after(2_000, "")).unwrap();
         let file = path(dir.path(), "temp");
         let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        assert_eq!(json["version"], 3);
+        assert_eq!(json["version"], VERSION);
         // The resonance detector and its weight, live after 2,000 points, resume as saved.
         let art = &json["series"][0]["detectors"][0]["art"];
         assert_eq!(art[0]["live"], true, "{art}");
@@ -289,6 +289,33 @@ mod tests {
         assert_eq!(resumed["art"][0]["live"], false);
         assert_eq!(resumed["art"][1], crate::detect::univariate::ART_WEIGHT);
         assert_eq!(resumed["record"], json["series"][0]["detectors"][0]["record"]);
+        assert_eq!(resumed["threshold"], json["series"][0]["detectors"][0]["threshold"]);
+    }
+
+    #[test]
+    fn stuck_state_is_saved_and_a_version_3_file_resumes_with_the_stage_off() {
+        let dir = tempfile::tempdir().unwrap();
+        save(dir.path(), &state_after(700, "[stuck]\nfactor = 2.0\nmin_points = 3")).unwrap();
+        let file = path(dir.path(), "temp");
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(json["version"], 4);
+        let stuck = &json["series"][0]["detectors"][0]["stuck"];
+        assert_eq!(stuck["params"]["min_points"], 3, "{stuck}");
+        assert!(stuck["longest"].as_u64().is_some_and(|n| n >= 1), "{stuck}");
+        let (_, series) = load(dir.path(), &rule("")).unwrap();
+        assert_eq!(series.values().next().unwrap().detectors[0].save()["stuck"], *stuck);
+
+        // The same series saved by a build without the stage: version 3, no `stuck`. It resumes with the
+        // stage off, its other stages as saved.
+        let mut v3 = json.clone();
+        v3["version"] = 3.into();
+        v3["series"][0]["detectors"][0].as_object_mut().unwrap().remove("stuck");
+        std::fs::write(&file, serde_json::to_vec(&v3).unwrap()).unwrap();
+        let (_, series) = load(dir.path(), &rule("")).unwrap();
+        let resumed = series.values().next().unwrap().detectors[0].save();
+        assert_eq!(resumed["stuck"]["params"]["factor"], 0.0);
+        assert_eq!(resumed["stuck"]["params"]["min_points"], 0);
+        assert_eq!(resumed["art"], json["series"][0]["detectors"][0]["art"]);
         assert_eq!(resumed["threshold"], json["series"][0]["detectors"][0]["threshold"]);
     }
 }
