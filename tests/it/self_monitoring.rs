@@ -64,10 +64,10 @@ fn tsdb_status_counts_known_series_exactly() {
     assert_eq!(r.status, 200, "{}", r.body);
     let d = &r.json()["data"];
     // gpu_util ×3, gpu_temp ×1, node_load ×1.
-    // Every sample at `t`; nothing flushed to a block yet, and the head keeps no chunk count.
+    // Every sample at `t`; nothing flushed to a block yet: one open head chunk per series.
     assert_eq!(
         d["headStats"],
-        json!({"numSeries": 5, "numLabelPairs": 7, "chunkCount": 0, "minTime": t, "maxTime": t}),
+        json!({"numSeries": 5, "numLabelPairs": 7, "chunkCount": 5, "minTime": t, "maxTime": t}),
         "{d}"
     );
     assert_eq!(d["totalSeries"], json!(5));
