@@ -135,10 +135,7 @@ pub(super) fn receivers(
             if key == "wecom_configs" && b.secret.is_some() {
                 return Err(c.err(format!("{f}secret"), "secret:", "WeCom group robots are not signed"));
             }
-            let timeout = c.duration(&format!("{f}timeout"), "timeout", &b.timeout, DEFAULT_TIMEOUT)?;
-            if timeout.is_zero() {
-                return Err(c.err(format!("{f}timeout"), "timeout:", "must be greater than 0"));
-            }
+            let timeout = c.timeout(&f, &b.timeout)?;
             let mentions = mentions(c, &f, key, b.mentions.as_ref())?;
             out.push(RobotConfig {
                 mentions,

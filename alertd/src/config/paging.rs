@@ -8,8 +8,8 @@ use super::im::language;
 use super::raw;
 use super::validate::{Ctx, unsupported};
 use crate::receiver::{
-    DEFAULT_TIMEOUT, OPSGENIE_API_URL, OpsGenieConfig, OpsGenieResponder, PAGERDUTY_V1_URL, PAGERDUTY_V2_URL,
-    PagerDutyConfig, PagerDutyKey, Receiver,
+    OPSGENIE_API_URL, OpsGenieConfig, OpsGenieResponder, PAGERDUTY_V1_URL, PAGERDUTY_V2_URL, PagerDutyConfig,
+    PagerDutyKey, Receiver,
 };
 use std::collections::BTreeMap;
 
@@ -49,14 +49,6 @@ fn http_url(c: &Ctx, field: &str, anchor: &str, url: &str) -> Result<(), ConfigE
     } else {
         Err(c.err(field, anchor, "not an http(s) URL"))
     }
-}
-
-fn timeout(c: &Ctx, f: &str, v: &Option<String>) -> Result<std::time::Duration, ConfigError> {
-    let t = c.duration(&format!("{f}timeout"), "timeout", v, DEFAULT_TIMEOUT)?;
-    if t.is_zero() {
-        return Err(c.err(format!("{f}timeout"), "timeout:", "must be greater than 0"));
-    }
-    Ok(t)
 }
 
 fn pagerduty(
@@ -131,7 +123,7 @@ fn pagerduty(
         links,
         send_resolved: p.send_resolved.unwrap_or(true),
         language: language(c, &format!("{f}argus.language"), &lang)?,
-        timeout: timeout(c, f, &p.timeout)?,
+        timeout: c.timeout(f, &p.timeout)?,
     })
 }
 
@@ -215,7 +207,7 @@ fn opsgenie(c: &Ctx, g: &raw::Global, o: &raw::OpsGenie, f: &str, name: &str) ->
         update_alerts: o.update_alerts.unwrap_or(false),
         send_resolved: o.send_resolved.unwrap_or(true),
         language: language(c, &format!("{f}argus.language"), &lang)?,
-        timeout: timeout(c, f, &o.timeout)?,
+        timeout: c.timeout(f, &o.timeout)?,
     })
 }
 

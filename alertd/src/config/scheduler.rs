@@ -22,10 +22,7 @@ pub(super) fn receivers(c: &Ctx, r: &raw::Receiver, field: &str, out: &mut Recei
 
 fn scheduler(c: &Ctx, s: &raw::Scheduler, f: &str, name: &str) -> Result<SchedulerConfig, ConfigError> {
     let url = url(c, &format!("{f}url"), "scheduler_configs:", &s.url)?;
-    let timeout = c.duration(&format!("{f}timeout"), "timeout", &s.timeout, DEFAULT_TIMEOUT)?;
-    if timeout.is_zero() {
-        return Err(c.err(format!("{f}timeout"), "timeout:", "must be greater than 0"));
-    }
+    let timeout = c.timeout(f, &s.timeout)?;
     let hmac_secret = secret(c, f, "hmac_secret", &s.hmac_secret, &s.hmac_secret_file)?;
     let signature_header = s.signature_header.clone().unwrap_or_else(|| SIGNATURE_HEADER.to_string());
     if reqwest::header::HeaderName::from_bytes(signature_header.as_bytes()).is_err() {

@@ -52,6 +52,16 @@ impl Ctx<'_> {
         }
     }
 
+    /// An integration's `timeout` (`f` the entry's field prefix): a duration greater than 0, default
+    /// [`DEFAULT_TIMEOUT`](crate::receiver::DEFAULT_TIMEOUT).
+    pub(super) fn timeout(&self, f: &str, v: &Option<String>) -> Result<Duration, ConfigError> {
+        let t = self.duration(&format!("{f}timeout"), "timeout", v, crate::receiver::DEFAULT_TIMEOUT)?;
+        if t.is_zero() {
+            return Err(self.err(format!("{f}timeout"), "timeout:", "must be greater than 0"));
+        }
+        Ok(t)
+    }
+
     fn matchers(&self, field: &str, list: &[String]) -> Result<Vec<Matcher>, ConfigError> {
         let mut out = Vec::new();
         for (i, s) in list.iter().enumerate() {
@@ -210,10 +220,7 @@ fn receiver(c: &Ctx, g: &raw::Global, r: &raw::Receiver, i: usize) -> Result<Rec
             &format!("receivers {:?} webhook_configs[{j}].http_config", r.name),
             w.http_config.as_ref(),
         )?;
-        let timeout = c.duration(&format!("{wf}timeout"), "timeout", &w.timeout, Duration::from_secs(10))?;
-        if timeout.is_zero() {
-            return Err(c.err(format!("{wf}timeout"), "timeout:", "must be greater than 0"));
-        }
+        let timeout = c.timeout(&wf, &w.timeout)?;
         let ext = w.argus.as_ref();
         let signature_header = ext.and_then(|a| a.signature_header.clone());
         if signature_header.as_ref().is_some_and(|h| reqwest::header::HeaderName::from_bytes(h.as_bytes()).is_err()) {
