@@ -13,6 +13,7 @@ pub use mute::{MuteStage, TimeActiveStage, TimeMuteStage};
 pub use send::{SendStage, SetNotifiesStage};
 
 use crate::alert::Alert;
+use crate::deliver::DeliverError;
 use crate::flap::FlapDetector;
 use crate::incident::{Correlator, Incident};
 use crate::receiver::{Integration, Receiver};
@@ -71,16 +72,39 @@ impl Ctx<'_> {
     }
 }
 
+/// Why a notification was not handed on. A retryable one fails the flush, which keeps the group's
+/// alerts and writes no notification log entry, so the next flush sends it again; a permanent one
+/// ends that notification (see `SendStage`).
 #[derive(Debug, thiserror::Error)]
 pub enum NotifyError {
+    /// The integration could not take the notification; `error` says whether trying again helps:
+    /// a 4xx, a body that cannot be rendered or an integration no longer configured never will.
+    #[error("receiver {receiver}: {error}")]
+    Integration {
+        receiver: String,
+        #[source]
+        error: DeliverError,
+    },
+    /// The delivery side stopped taking notifications (alertd is shutting down).
+    #[error("receiver {receiver}: delivery channel closed")]
+    ChannelClosed { receiver: String },
+    /// A failure known only by its text; taken as retryable, as nothing says otherwise.
     #[error("receiver {receiver}: {reason}")]
     Delivery { receiver: String, reason: String },
 }
 
 impl NotifyError {
+    /// The error of `receiver`'s integration failing with `error`.
+    pub fn integration(receiver: &str, error: impl Into<DeliverError>) -> NotifyError {
+        NotifyError::Integration { receiver: receiver.to_string(), error: error.into() }
+    }
+
     /// Whether trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, NotifyError::Delivery { .. })
+        match self {
+            NotifyError::Integration { error, .. } => error.is_retryable(),
+            NotifyError::ChannelClosed { .. } | NotifyError::Delivery { .. } => true,
+        }
     }
 }
 
@@ -167,6 +191,9 @@ pub struct ChannelNotifier(pub tokio::sync::mpsc::UnboundedSender<Notification>)
 impl Notifier for ChannelNotifier {
     fn notify(&self, n: Notification) -> Result<(), NotifyError> {
         let receiver = n.receiver.clone();
-        self.0.send(n).map_err(|_| NotifyError::Delivery { receiver, reason: "delivery channel closed".into() })
+        self.0.send(n).map_err(|_| NotifyError::ChannelClosed { receiver })
     }
 }
+
+#[cfg(test)]
+mod tests;

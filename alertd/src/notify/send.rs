@@ -1,5 +1,6 @@
-//! SendStage builds the webhook message and hands it to the notifier (Alertmanager's RetryStage,
-//! without retries so far), with a recurring incident's annotations (`Recurrence::annotations`);
+//! SendStage builds the webhook message and hands it to the notifier (Alertmanager's RetryStage:
+//! a retryable failure fails the flush, so the next one tries again; a permanent one is logged and
+//! not tried again), with a recurring incident's annotations (`Recurrence::annotations`);
 //! SetNotifiesStage records what was notified in the notification log.
 
 use super::dedup::split;
@@ -83,13 +84,25 @@ impl Stage for SendStage {
             previous_at = ?previous,
             "Notifying"
         );
-        self.notifier.notify(Notification {
+        let notified = self.notifier.notify(Notification {
             at: ctx.now,
             previous,
             receiver: ctx.receiver.name.clone(),
             integration: ctx.recipient.clone(),
             message,
-        })?;
+        });
+        match notified {
+            Ok(()) => {}
+            // Sending the same alerts again would fail the same way. The alerts go on to the
+            // notification log as if sent, so the next flush sends only what changed (or the
+            // repeat), and the flush succeeds: a failed flush would keep the group's resolved
+            // alerts and fail again every group_interval.
+            Err(error) if !error.is_retryable() => {
+                tracing::error!(receiver = %ctx.receiver.name, recipient = %ctx.recipient, group = ctx.group_key, %error, "Notification failed, giving up");
+                return Ok(alerts);
+            }
+            Err(error) => return Err(error),
+        }
         ctx.sent.set(true);
         if let Some((c, inc)) = ctx.incident {
             c.record_notified(inc.id, sent.iter().filter(|a| !a.resolved_at(ctx.now)).map(Alert::fingerprint));

@@ -300,7 +300,7 @@ impl Db {
         self.committer.submit(Job::Append { payload, samples: refs, events, done: tx })?;
         match rx.recv() {
             Ok(Ok(())) => Ok(stats),
-            Ok(Err(e)) => Err(WriteError::Storage(e)),
+            Ok(Err(e)) => Err(WriteError::Storage(e.to_string())),
             Err(_) => Err(WriteError::Db(DbError::Closed)),
         }
     }

@@ -8,7 +8,7 @@
 
 use super::{DbError, Shared};
 use crate::head::Frozen;
-use crate::wal::{RefSample, WalSync, encode_series};
+use crate::wal::{RefSample, WalError, WalSync, encode_series};
 use argus_model::Event;
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -16,8 +16,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Where a request waits for its acknowledgement.
-type Ack = mpsc::SyncSender<Result<(), String>>;
+/// Where a request waits for its acknowledgement: every request of a refused group gets the one
+/// WAL error that refused it.
+type Ack = mpsc::SyncSender<Result<(), Arc<WalError>>>;
 /// An entry written but not yet applied and acknowledged.
 type Written = (Vec<RefSample>, Vec<Event>, Ack);
 
@@ -26,11 +27,11 @@ pub(crate) enum Job {
         payload: Vec<u8>,
         samples: Vec<RefSample>,
         events: Vec<Event>,
-        done: mpsc::SyncSender<Result<(), String>>,
+        done: Ack,
     },
     /// Freezes the head and starts a new WAL segment holding every live series.
     Cut {
-        done: mpsc::SyncSender<Result<(Arc<Frozen>, u64), String>>,
+        done: mpsc::SyncSender<Result<(Arc<Frozen>, u64), WalError>>,
     },
 }
 
@@ -125,14 +126,14 @@ fn run(shared: &Shared, queue: &(Mutex<Queue>, Condvar)) {
         let mut group: Vec<Written> = Vec::new();
         // A full segment is closed before the group, not in its middle: a refused group is then
         // rolled back out of the one segment it is in.
-        let mut failed: Option<String> = shared.wal.lock().cut_if_full().err().map(|e| e.to_string());
+        let mut failed: Option<Arc<WalError>> = shared.wal.lock().cut_if_full().err().map(Arc::new);
         for job in jobs {
             match job {
                 Job::Append { payload, samples, events, done } => {
                     let series = unlogged_series(shared, &samples, &mut logged, epoch);
                     let mut wal = shared.wal.lock();
                     if let Err(e) = series.map_or(Ok(()), |p| wal.append(&p)).and_then(|()| wal.append(&payload)) {
-                        failed.get_or_insert(e.to_string());
+                        failed.get_or_insert(Arc::new(e));
                     }
                     drop(wal);
                     group.push((samples, events, done));
@@ -162,7 +163,7 @@ fn run(shared: &Shared, queue: &(Mutex<Queue>, Condvar)) {
 fn finish_group(
     shared: &Shared,
     group: &mut Vec<Written>,
-    failed: &mut Option<String>,
+    failed: &mut Option<Arc<WalError>>,
     last_sync: &mut Instant,
     dirty: &mut bool,
 ) -> bool {
@@ -172,7 +173,7 @@ fn finish_group(
     if failed.is_none()
         && let Err(e) = sync(shared, last_sync, dirty, false)
     {
-        *failed = Some(e);
+        *failed = Some(Arc::new(e));
     }
     if let Some(e) = failed.take() {
         tracing::error!(error = %e, requests = group.len(), "WAL write failed; batches refused");
@@ -209,7 +210,7 @@ fn finish_group(
     false
 }
 
-fn sync(shared: &Shared, last_sync: &mut Instant, dirty: &mut bool, timer: bool) -> Result<(), String> {
+fn sync(shared: &Shared, last_sync: &mut Instant, dirty: &mut bool, timer: bool) -> Result<(), WalError> {
     let mut wal = shared.wal.lock();
     let due = match shared.opts.wal_sync {
         WalSync::Always => true,
@@ -218,13 +219,13 @@ fn sync(shared: &Shared, last_sync: &mut Instant, dirty: &mut bool, timer: bool)
     };
     if due {
         let t = Instant::now();
-        wal.sync().map_err(|e| e.to_string())?;
+        wal.sync()?;
         shared.metrics.wal_fsyncs.inc();
         shared.metrics.wal_fsync_seconds.inc_by(t.elapsed().as_secs_f64());
         *last_sync = Instant::now();
         *dirty = false;
     } else {
-        wal.flush().map_err(|e| e.to_string())?;
+        wal.flush()?;
     }
     Ok(())
 }
@@ -256,10 +257,10 @@ fn unlogged_series(shared: &Shared, samples: &[RefSample], logged: &mut Vec<u64>
 
 /// Runs on the commit thread, so no entry can slip between the freeze and the new segment.
 /// The WAL is cut first: when that fails (a full disk) the head is left as it was.
-fn cut(shared: &Shared) -> Result<(Arc<Frozen>, u64), String> {
+fn cut(shared: &Shared) -> Result<(Arc<Frozen>, u64), WalError> {
     let mut head = shared.head.write();
     let mut wal = shared.wal.lock();
-    let segment = wal.cut().map_err(|e| e.to_string())?;
+    let segment = wal.cut()?;
     let frozen = head.freeze();
     Ok((frozen, segment))
 }

@@ -26,12 +26,7 @@ pub(crate) fn flush(shared: &Shared, committer: &Committer) -> Result<(), DbErro
     committer.submit(Job::Cut { done: tx })?;
     let (frozen, segment) = match rx.recv() {
         Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
-            return Err(DbError::Wal(crate::wal::WalError::Io {
-                path: shared.opts.data_dir.join("wal"),
-                source: std::io::Error::other(e),
-            }));
-        }
+        Ok(Err(e)) => return Err(DbError::Wal(e)),
         Err(_) => return Err(DbError::Closed),
     };
     if let Err(e) = write_frozen(shared, &frozen, segment) {
