@@ -20,9 +20,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod attribution;
+mod discovery;
 mod valid;
 
 pub use attribution::{AttributionConfig, AttributionSettings, Families, Kubernetes, SlurmSettings};
+pub use discovery::{KubernetesConfig, KubernetesSettings};
 pub use valid::{
     DiskSettings, EventsSettings, GpuBackendKind, GpuSettings, NetSettings, ReplaySettings, ScrapeSettings,
     ScrapeTarget, SinkFormat, TrainingLog, TrainingSettings, Valid, ValidSink, ValidSource,
@@ -170,6 +172,8 @@ pub struct ScrapeConfig {
     pub timeout: Option<String>,
     #[serde(default)]
     pub targets: Vec<ScrapeTargetConfig>,
+    /// `[collector.scrape.kubernetes]`: targets found in the Kubernetes API besides `targets`.
+    pub kubernetes: Option<KubernetesConfig>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -214,6 +218,9 @@ pub struct SinkConfig {
     pub events_url: Option<String>,
     /// Sent as `Authorization: Bearer …`.
     pub token: Option<String>,
+    /// A file holding the token instead (a mounted Kubernetes Secret, a systemd credential), read
+    /// once when the configuration is validated; surrounding whitespace is ignored.
+    pub token_file: Option<PathBuf>,
     /// PEM file of extra certificate authorities to trust for an `https` URL (e.g. a private CA).
     pub ca_file: Option<PathBuf>,
     /// A request is sent once this many samples wait (default 10000) …

@@ -19,6 +19,7 @@ mod deploy;
 mod disk_full;
 mod fuzz_corpus;
 mod grafana_api;
+mod helm_chart;
 mod influxdb2_client;
 mod ingest_api;
 mod ingest_bad_input;

@@ -129,10 +129,30 @@ fn training_scrape_and_replay_errors_name_the_field() {
     let err = |toml: &str| Config::parse(toml, "argus.toml").unwrap().validate("argus.toml").unwrap_err().to_string();
     expect![[r#"argus.toml: collector.training.listen: "9702" is not an address"#]]
         .assert_eq(&err("[collector.training]\nlisten = \"9702\"\n"));
-    expect!["argus.toml: collector.scrape.targets: no targets: add [[collector.scrape.targets]] url = …"]
+    expect!["argus.toml: collector.scrape.targets: no targets: add [[collector.scrape.targets]] url = …, or [collector.scrape.kubernetes]"]
         .assert_eq(&err("[collector.scrape]\n"));
     expect![[r#"argus.toml: collector.scrape.targets[0].url: "vllm:8000/metrics" is not an http:// or https:// URL"#]]
         .assert_eq(&err("[collector.scrape]\n[[collector.scrape.targets]]\nurl = \"vllm:8000/metrics\"\n"));
     expect!["argus.toml: collector.replay.duty_cycle: required: the trace's GPU duty-cycle file"]
         .assert_eq(&err("[collector.replay]\ngpus = 2\n"));
+}
+
+#[test]
+fn a_sink_token_is_read_from_token_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "argus_secret\n").unwrap();
+    let sink = |body: &str| format!("[[collector.sink]]\n{body}\n");
+    let token = |toml: &str| Config::parse(toml, "-").and_then(|c| c.validate("-")).map(|v| v.sinks[0].token.clone());
+    let path = file.display();
+    assert_eq!(token(&sink(&format!("token_file = \"{path}\""))).unwrap().as_deref(), Some("argus_secret"));
+    assert_eq!(token(&sink("token = \"inline\"")).unwrap().as_deref(), Some("inline"));
+    let err = |toml: &str| token(toml).unwrap_err().to_string().replace(&dir.path().display().to_string(), "DIR");
+    expect!["-: collector.sink[0].token_file: set either token or token_file, not both"]
+        .assert_eq(&err(&sink(&format!("token = \"x\"\ntoken_file = \"{path}\""))));
+    expect!["-: collector.sink[0].token_file: DIR/missing: No such file or directory (os error 2)"]
+        .assert_eq(&err(&sink(&format!("token_file = \"{}\"", dir.path().join("missing").display()))));
+    std::fs::write(&file, " \n").unwrap();
+    expect!["-: collector.sink[0].token_file: DIR/token: empty"]
+        .assert_eq(&err(&sink(&format!("token_file = \"{path}\""))));
 }

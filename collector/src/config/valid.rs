@@ -96,7 +96,10 @@ pub struct TrainingLog {
 
 #[derive(Debug, Clone)]
 pub struct ScrapeSettings {
+    /// The static targets.
     pub targets: Vec<ScrapeTarget>,
+    /// Targets found in the Kubernetes API, besides them.
+    pub kubernetes: Option<super::KubernetesSettings>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -359,7 +362,7 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
             url,
             format,
             events_url,
-            token: s.token.clone(),
+            token: token(s, &field, &bad)?,
             ca_file: s.ca_file.clone(),
             max_samples,
             flush_interval: dur(&field("flush_interval"), &s.flush_interval, Duration::from_secs(5))?,
@@ -400,7 +403,7 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
 
 type Bad<'a> = dyn Fn(&str, String) -> ConfigError + 'a;
 
-/// The one check here that reads the filesystem: a wrong library path would otherwise show only as
+/// One of the two checks here that read the filesystem (with `token_file`): a wrong library path would otherwise show only as
 /// "gpu unavailable" at the first collection, far from the key that caused it.
 fn nvml_library(path: &Path, bad: &Bad) -> Result<PathBuf, ConfigError> {
     let field = "collector.gpu.nvml_library";
@@ -408,6 +411,23 @@ fn nvml_library(path: &Path, bad: &Bad) -> Result<PathBuf, ConfigError> {
         Ok(m) if m.is_file() => Ok(path.to_path_buf()),
         Ok(_) => Err(bad(field, format!("{}: not a file", path.display()))),
         Err(e) => Err(bad(field, format!("{}: {e}", path.display()))),
+    }
+}
+
+/// The sink's token, written in place or read from `token_file`. Reading the file here, not when the
+/// sink is built, makes `argus check-config` and a start with an unreadable Secret fail on the key that
+/// names it.
+fn token(s: &super::SinkConfig, field: &dyn Fn(&str) -> String, bad: &Bad) -> Result<Option<String>, ConfigError> {
+    let path = match (&s.token, &s.token_file) {
+        (Some(_), Some(_)) => return Err(bad(&field("token_file"), "set either token or token_file, not both".into())),
+        (t, None) => return Ok(t.clone()),
+        (None, Some(p)) => p,
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|e| bad(&field("token_file"), format!("{}: {e}", path.display())))?;
+    match text.trim() {
+        "" => Err(bad(&field("token_file"), format!("{}: empty", path.display()))),
+        t => Ok(Some(t.to_string())),
     }
 }
 
@@ -455,10 +475,14 @@ fn scrape(s: &super::ScrapeConfig, bad: &Bad) -> Result<ScrapeSettings, ConfigEr
         labels.entry("instance".into()).or_insert(instance);
         targets.push(ScrapeTarget { url: t.url.clone(), labels: labels.into_iter().collect() });
     }
-    if targets.is_empty() {
-        return Err(bad("collector.scrape.targets", "no targets: add [[collector.scrape.targets]] url = …".into()));
+    let kubernetes = s.kubernetes.as_ref().map(|k| k.validate(bad, is_label_name)).transpose()?;
+    if targets.is_empty() && kubernetes.is_none() {
+        return Err(bad(
+            "collector.scrape.targets",
+            "no targets: add [[collector.scrape.targets]] url = …, or [collector.scrape.kubernetes]".into(),
+        ));
     }
-    Ok(ScrapeSettings { targets })
+    Ok(ScrapeSettings { targets, kubernetes })
 }
 
 fn is_label_name(s: &str) -> bool {

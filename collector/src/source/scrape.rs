@@ -5,18 +5,23 @@
 //! Prometheus does. Each target also gets `scrape_up`, `scrape_duration_seconds` and `scrape_samples`.
 //!
 //! An async task (HTTP is async); the targets of one round are requested concurrently, each under the
-//! source's timeout, so a slow server never delays another.
+//! source's timeout, so a slow server never delays another. With `[collector.scrape.kubernetes]`, the
+//! pods of this node found in the Kubernetes API are targets too ([`kubernetes`]), listed again every
+//! `refresh`; while the API cannot be read, the last targets found are kept and the source reports
+//! failure.
 
 use super::{Task, Ticker};
 use crate::batch::{Batch, Point};
 use crate::config::{ScrapeSettings, ScrapeTarget};
 use crate::emit::{Emit, now_ms};
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 pub mod exposition;
+pub mod kubernetes;
 
 /// Bodies past this are refused: an exporter gone wrong must not exhaust the node agent.
 const MAX_BODY: usize = 16 << 20;
@@ -65,13 +70,20 @@ async fn run(s: Scrape, emit: Emit, stop: watch::Receiver<bool>) {
             return;
         }
     };
+    let mut found = s.settings.kubernetes.as_ref().map(|k| Found::new(k, s.timeout));
     let mut ticker = Ticker::new(s.interval, stop);
     while ticker.next().await {
         let started = Instant::now();
         let now = now_ms();
+        let discovered_ok = match &mut found {
+            Some(f) => f.refresh().await,
+            None => true,
+        };
+        let found_targets = found.as_ref().map_or(&[][..], |f| &f.targets[..]);
+        let targets: Vec<&ScrapeTarget> = s.settings.targets.iter().chain(found_targets).collect();
         let mut set = tokio::task::JoinSet::new();
-        for (i, t) in s.settings.targets.iter().enumerate() {
-            let (client, t) = (client.clone(), t.clone());
+        for (i, t) in targets.iter().enumerate() {
+            let (client, t) = (client.clone(), (*t).clone());
             set.spawn(async move { (i, scrape(&client, &t, now).await) });
         }
         let mut rounds: Vec<(usize, Batch, bool)> = Vec::new();
@@ -82,7 +94,7 @@ async fn run(s: Scrape, emit: Emit, stop: watch::Receiver<bool>) {
         }
         rounds.sort_by_key(|(i, _, _)| *i);
         let mut batch = Batch::new();
-        let mut all_ok = rounds.len() == s.settings.targets.len();
+        let mut all_ok = discovered_ok && rounds.len() == targets.len();
         for (_, mut b, ok) in rounds {
             all_ok &= ok;
             batch.append(&mut b);
@@ -91,6 +103,82 @@ async fn run(s: Scrape, emit: Emit, stop: watch::Receiver<bool>) {
         if !emit.send(batch).await {
             return;
         }
+    }
+}
+
+/// `client` trusting the PEM certificates in `path` besides the system's roots (a private CA); the
+/// error names the file.
+pub(crate) fn trust_ca_file(client: reqwest::ClientBuilder, path: &Path) -> Result<reqwest::ClientBuilder, String> {
+    let bad = |e: &dyn std::fmt::Display| format!("ca_file {}: {e}", path.display());
+    let pem = std::fs::read(path).map_err(|e| bad(&e))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))?;
+    if certs.is_empty() {
+        return Err(bad(&"no PEM certificate in it"));
+    }
+    Ok(client.tls_certs_merge(certs))
+}
+
+/// An error with its causes, `outer: inner: …` (reqwest's own message leaves out why a connection
+/// failed, e.g. an untrusted certificate).
+pub(crate) fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
+}
+
+/// The targets found in the Kubernetes API, and when to list again.
+struct Found {
+    discovery: Result<kubernetes::Discovery, kubernetes::DiscoveryError>,
+    refresh: Duration,
+    next: Instant,
+    ok: bool,
+    targets: Vec<ScrapeTarget>,
+}
+
+impl Found {
+    fn new(settings: &crate::config::KubernetesSettings, timeout: Duration) -> Found {
+        let discovery = kubernetes::Discovery::new(settings, timeout, &|v| std::env::var(v).ok());
+        match &discovery {
+            Ok(d) => tracing::info!(node = d.node(), "Scrape targets: this node's pods in the Kubernetes API"),
+            Err(error) => {
+                tracing::error!(%error, "Kubernetes discovery cannot start; scraping the static targets only")
+            }
+        }
+        Found { discovery, refresh: settings.refresh, next: Instant::now(), ok: false, targets: Vec::new() }
+    }
+
+    /// Lists the pods when a refresh is due; whether the targets are current.
+    async fn refresh(&mut self) -> bool {
+        let Ok(d) = &self.discovery else { return false };
+        if Instant::now() < self.next {
+            return self.ok;
+        }
+        self.next = Instant::now() + self.refresh;
+        match d.targets().await {
+            Ok(targets) => {
+                let urls =
+                    |ts: &[ScrapeTarget]| ts.iter().map(|t| t.url.clone()).collect::<std::collections::BTreeSet<_>>();
+                let (before, after) = (urls(&self.targets), urls(&targets));
+                for url in after.difference(&before) {
+                    tracing::info!(target = %url, "Scrape target found in the Kubernetes API");
+                }
+                for url in before.difference(&after) {
+                    tracing::info!(target = %url, "Scrape target gone from the Kubernetes API");
+                }
+                self.targets = targets;
+                self.ok = true;
+            }
+            Err(error) => {
+                tracing::warn!(%error, kept = self.targets.len(), "Cannot list pods; keeping the last targets found");
+                self.ok = false;
+            }
+        }
+        self.ok
     }
 }
 

@@ -79,8 +79,10 @@ async fn a_failed_scrape_is_up_zero_and_nothing_else() {
 #[tokio::test]
 async fn the_task_scrapes_every_target_each_round() {
     let base = server().await;
-    let mut settings =
-        ScrapeSettings { targets: vec![target(format!("{base}/metrics")), target(format!("{base}/missing"))] };
+    let mut settings = ScrapeSettings {
+        targets: vec![target(format!("{base}/metrics")), target(format!("{base}/missing"))],
+        kubernetes: None,
+    };
     settings.targets[1].labels.retain(|(k, _)| k != "model");
     let task: Box<dyn Task> = Box::new(Scrape::new(Duration::from_millis(50), Duration::from_secs(5), settings));
     let (emit, mut rx) = Emit::channel(vec![("host".into(), "node-7".into())], 4);
