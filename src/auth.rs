@@ -7,6 +7,7 @@
 
 use crate::config;
 use anyhow::{Result, bail};
+use argus_store_api::LabelScope;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -20,13 +21,15 @@ use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// What a token may do. `admin` implies `read` and `write`; `read` and `write` are independent, so a
-/// collector's token cannot read the fleet's data and a dashboard's cannot write.
+/// What a token may do. `admin` implies the others; `read`, `write` and `silence` are independent, so
+/// a collector's token cannot read the fleet's data, a dashboard's cannot write, and on-call can
+/// silence and acknowledge without admin rights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     Read,
     Write,
+    Silence,
     Admin,
 }
 
@@ -35,7 +38,8 @@ impl Scope {
         match self {
             Scope::Read => 1,
             Scope::Write => 2,
-            Scope::Admin => 7,
+            Scope::Silence => 4,
+            Scope::Admin => 15,
         }
     }
 
@@ -43,6 +47,7 @@ impl Scope {
         match self {
             Scope::Read => "read",
             Scope::Write => "write",
+            Scope::Silence => "silence",
             Scope::Admin => "admin",
         }
     }
@@ -53,7 +58,7 @@ impl Scope {
 pub struct Scopes(u8);
 
 impl Scopes {
-    pub const ALL: Scopes = Scopes(7);
+    pub const ALL: Scopes = Scopes(15);
 
     pub fn of(scopes: &[Scope]) -> Scopes {
         Scopes(scopes.iter().fold(0, |acc, s| acc | s.bit()))
@@ -83,9 +88,10 @@ const MAP: &[(Option<Method>, &str, Option<Scope>)] = &[
     (Some(Method::POST), "/api/v2/alerts", Some(Scope::Write)),
     // Capacity plans from an analyzer, sent on to schedulers: pushed like alerts.
     (Some(Method::POST), "/api/v1/scheduler/capacity", Some(Scope::Write)),
-    (Some(Method::POST), "/api/v2/silences", Some(Scope::Admin)),
-    (Some(Method::DELETE), "/api/v2/silence/*", Some(Scope::Admin)),
-    (Some(Method::POST), "/api/v1/incidents/*/ack", Some(Scope::Admin)),
+    (Some(Method::POST), "/api/v2/silences", Some(Scope::Silence)),
+    (Some(Method::DELETE), "/api/v2/silence/*", Some(Scope::Silence)),
+    (Some(Method::POST), "/api/v1/incidents/*/ack", Some(Scope::Silence)),
+    (Some(Method::POST), "/api/v1/incidents/*/silence", Some(Scope::Silence)),
     (None, "/internal/force_flush", Some(Scope::Admin)),
     (None, "/api/v1/admin/tsdb/snapshot", Some(Scope::Admin)),
     // Queries take form-encoded POST as well as GET.
@@ -126,11 +132,13 @@ fn path_matches(pattern: &str, path: &str) -> bool {
 
 // === tokens ===
 
-/// A token as accepted: its name (for logs) and scopes, and the SHA-256 of its text.
+/// A token as accepted: its name (for logs) and scopes, the share of the series it is confined to
+/// (`None`: all of them), and the SHA-256 of its text.
 #[derive(Clone)]
 struct Token {
     name: String,
     scopes: Scopes,
+    labels: Option<Arc<LabelScope>>,
     digest: [u8; 32],
 }
 
@@ -174,7 +182,8 @@ pub struct Auth {
 }
 
 /// Why a request was refused: no credentials (`missing`), credentials matching no token or unreadable
-/// (`invalid`), or a token without the scope the endpoint needs (`scope`).
+/// (`invalid`), a token without the scope the endpoint needs (`scope`), or a token confined to a share
+/// of the series calling an endpoint that cannot be confined (`labels`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Refusal {
     reason: &'static str,
@@ -188,13 +197,19 @@ impl Auth {
         let tokens: Vec<Token> = cfg
             .tokens
             .iter()
-            .map(|t| Token {
-                name: t.name.clone(),
-                scopes: Scopes::of(&t.scopes),
-                // Validated with the configuration.
-                digest: parse_digest(&t.sha256).unwrap_or([0; 32]),
+            .map(|t| {
+                Ok(Token {
+                    name: t.name.clone(),
+                    scopes: Scopes::of(&t.scopes),
+                    labels: (!t.matchers.is_empty())
+                        .then(|| LabelScope::parse(&t.matchers).map(Arc::new))
+                        .transpose()
+                        .map_err(|e| anyhow::anyhow!("auth.tokens: token {:?}: matchers: {e}", t.name))?,
+                    // Validated with the configuration.
+                    digest: parse_digest(&t.sha256).unwrap_or([0; 32]),
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let anonymous = match (&cfg.anonymous, tokens.is_empty()) {
             (Some(a), _) => Scopes::of(a),
             (None, false) => Scopes::default(),
@@ -219,7 +234,7 @@ impl Auth {
         );
     }
 
-    fn refused(&self, reason: &'static str) {
+    pub(crate) fn refused(&self, reason: &'static str) {
         self.refusals.get_or_create(&Refusal { reason }).inc();
     }
 
@@ -233,7 +248,7 @@ impl Auth {
     pub fn add_internal(&mut self, name: &str, scopes: &[Scope]) -> Result<String> {
         let token = new_token()?;
         let digest = Sha256::digest(token.as_bytes()).into();
-        self.tokens.push(Token { name: name.into(), scopes: Scopes::of(scopes), digest });
+        self.tokens.push(Token { name: name.into(), scopes: Scopes::of(scopes), labels: None, digest });
         Ok(token)
     }
 
@@ -303,7 +318,10 @@ pub async fn guard(axum::extract::State(auth): axum::extract::State<Arc<Auth>>, 
                 ),
             )
         }
-        Ok(Some(t)) if t.scopes.allows(need) => next.run(req).await,
+        Ok(Some(t)) if t.scopes.allows(need) => match &t.labels {
+            None => next.run(req).await,
+            Some(scope) => tenancy::confine(&auth, &t.name, scope, req, next).await,
+        },
         Ok(Some(t)) => {
             tracing::debug!(token = %t.name, %path, scope = need.name(), "Request refused: missing scope");
             auth.refused("scope");
@@ -344,6 +362,8 @@ pub fn api_error(status: StatusCode, path: &str, kind: &str, msg: String) -> Res
     }
     r
 }
+
+mod tenancy;
 
 #[cfg(test)]
 mod tests;

@@ -180,6 +180,10 @@ pub struct AuthToken {
     /// Who holds it, for logs and 403 messages.
     pub name: String,
     pub scopes: Vec<Scope>,
+    /// Label matchers (`cluster="a"`) that confine the token to a share of the series: it reads and
+    /// writes only series they all select (docs/auth.md, "Tenancy"). Empty: every series.
+    #[serde(default)]
+    pub matchers: Vec<String>,
     /// Lowercase hex SHA-256 of the token's text.
     pub sha256: String,
 }
@@ -195,7 +199,12 @@ impl Auth {
                 bail!("auth.tokens: name {:?} is used twice", t.name);
             }
             if t.scopes.is_empty() {
-                bail!("auth.tokens: token {:?} has no scopes (use read, write or admin)", t.name);
+                bail!("auth.tokens: token {:?} has no scopes (use read, write, silence or admin)", t.name);
+            }
+            if !t.matchers.is_empty()
+                && let Err(e) = argus_store_api::LabelScope::parse(&t.matchers)
+            {
+                bail!("auth.tokens: token {:?}: matchers: {e}", t.name);
             }
             if crate::auth::parse_digest(&t.sha256).is_none() {
                 bail!(

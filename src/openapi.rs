@@ -24,6 +24,8 @@ use utoipa::{OpenApi as _, PartialSchema};
 pub struct Parts {
     /// The store role: ingest and the Prometheus query API.
     pub store: bool,
+    /// The read API passed through to a remote store (without the store role).
+    pub read_proxy: bool,
     pub alertd: bool,
     pub analyzer: bool,
     /// `argus serve --demo`.
@@ -52,6 +54,10 @@ pub fn document(parts: Parts) -> OpenApi {
     if parts.store {
         doc.merge(argus_store::http::openapi::document());
         doc.merge(argus_store::http::tsdb_status_document());
+    } else if parts.read_proxy {
+        let mut reads = argus_store::http::openapi::document();
+        reads.paths.paths.retain(|path, _| argus_store::http::is_proxied(path));
+        doc.merge(reads);
     }
     doc.merge(crate::status::StatusApi::openapi());
     if parts.demo {

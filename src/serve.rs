@@ -273,6 +273,12 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
         (None, Some(RemoteOptions::Prometheus(p))) => Some(Box::new(p.clone())),
         _ => None,
     };
+    // Without the embedded store, the read API is passed through to a Prometheus-compatible remote
+    // one, so Grafana, the status page and tokens confined to a label scope read through Argus.
+    let read_proxy = match &collector_sink {
+        Some(p) => Some(Arc::new(backend::ReadProxy::new(p).context("building the read pass-through")?)),
+        None => None,
+    };
     // Queries of the API, of the rules and of the rest of the process (the analyzer) share one
     // memory budget, with a share kept for the rules (`[store] max_query_memory`).
     let with_caller = |caller| {
@@ -359,15 +365,22 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
             let registry = Arc::new(registry);
             let own = registry.clone();
             let encode: selfmon::Encode = Arc::new(move || encode_metrics(&own));
-            (argus_store::http::health_router(registry), encode)
+            let app = argus_store::http::health_router(registry);
+            let app = match read_proxy.clone() {
+                Some(p) => app.merge(argus_store::http::read_proxy_router(p)),
+                None => app,
+            };
+            (app, encode)
         }
     };
+    let proxied = db.is_none() && read_proxy.is_some();
     let app = match &alertd {
         Some(a) => app.merge(a.router.clone()),
         None => app,
     };
     let parts = crate::openapi::Parts {
         store: db.is_some(),
+        read_proxy: proxied,
         alertd: alertd.is_some(),
         analyzer: analyzer.is_some(),
         demo: demo.is_some(),

@@ -92,6 +92,9 @@ pub enum ApiError {
     BadRequest(String),
     #[error("{0}")]
     NotFound(String),
+    /// Outside the label scope the caller's token is confined to: 403.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("request body larger than {0} bytes")]
     TooLarge(usize),
     /// A request past a count limit (alerts per request): 413, naming the limit.
@@ -106,6 +109,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::TooLarge(_) | ApiError::OverLimit(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

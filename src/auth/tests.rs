@@ -1,31 +1,85 @@
 use super::*;
 use crate::config::{AuthToken, Config};
 
-/// docs/auth.md's table is `MAP`, row for row.
-#[test]
-fn the_documented_map_is_the_map() {
+/// The rows of the table in docs/auth.md under `header`: method (`None` for `any`), path, and the
+/// last cell.
+fn doc_table(header: &str) -> Vec<(Option<Method>, String, String)> {
     let doc = include_str!("../../docs/auth.md");
-    let start = doc.find("| Method | Path | Scope |").expect("the table in docs/auth.md");
-    let rows: Vec<(Option<Method>, String, Option<Scope>)> = doc[start..]
+    let start = doc.find(header).unwrap_or_else(|| panic!("the table {header:?} in docs/auth.md"));
+    doc[start..]
         .lines()
         .skip(2)
         .take_while(|l| l.starts_with('|'))
         .map(|l| {
             let cells: Vec<&str> = l.trim_matches('|').split('|').map(|c| c.trim().trim_matches('`')).collect();
             let method = (cells[0] != "any").then(|| Method::from_bytes(cells[0].as_bytes()).unwrap());
-            let scope = match cells[2] {
+            (method, cells[1].to_string(), cells[2].to_string())
+        })
+        .collect()
+}
+
+/// docs/auth.md's table is `MAP`, row for row.
+#[test]
+fn the_documented_map_is_the_map() {
+    let rows: Vec<(Option<Method>, String, Option<Scope>)> = doc_table("| Method | Path | Scope |")
+        .into_iter()
+        .map(|(method, path, scope)| {
+            let scope = match scope.as_str() {
                 "open" => None,
                 "read" => Some(Scope::Read),
                 "write" => Some(Scope::Write),
+                "silence" => Some(Scope::Silence),
                 "admin" => Some(Scope::Admin),
                 other => panic!("unknown scope {other:?}"),
             };
-            (method, cells[1].to_string(), scope)
+            (method, path, scope)
         })
         .collect();
     let code: Vec<(Option<Method>, String, Option<Scope>)> =
         MAP.iter().map(|(m, p, s)| (m.clone(), p.to_string(), *s)).collect();
     assert_eq!(rows, code);
+}
+
+/// docs/auth.md's tenancy table is `SCOPED`, row for row.
+#[test]
+fn the_documented_tenancy_table_is_the_table() {
+    use tenancy::Confine;
+    let rows: Vec<(Option<Method>, String, Confine)> = doc_table("| Method | Path | Confined by |")
+        .into_iter()
+        .map(|(method, path, how)| {
+            let how = match how.as_str() {
+                "query" => Confine::Query,
+                "match" => Confine::Match,
+                "handler" => Confine::Handler,
+                "shared" => Confine::Shared,
+                other => panic!("unknown confinement {other:?}"),
+            };
+            (method, path, how)
+        })
+        .collect();
+    let code: Vec<(Option<Method>, String, Confine)> =
+        tenancy::SCOPED.iter().map(|(m, p, c)| (m.clone(), p.to_string(), *c)).collect();
+    assert_eq!(rows, code);
+}
+
+/// Every endpoint a confined token may reach is one that needs a token at all, and the ones that
+/// are not listed (Argus' own metrics, forecasts, incidents, admin) are closed to it.
+#[test]
+fn confined_tokens_reach_only_the_listed_endpoints() {
+    use tenancy::{Confine, confinement};
+    let get = Method::GET;
+    assert_eq!(confinement(&get, "/api/v1/query"), Some(Confine::Query));
+    assert_eq!(confinement(&Method::POST, "/api/v1/label/job/values"), Some(Confine::Match));
+    assert_eq!(confinement(&Method::DELETE, "/api/v2/silence/abc"), Some(Confine::Handler));
+    for closed in ["/metrics", "/api/v1/forecasts", "/api/v1/capacity", "/api/v1/incidents", "/api/v1/anomalies"] {
+        assert_eq!(confinement(&get, closed), None, "{closed}");
+    }
+    assert_eq!(confinement(&Method::POST, "/api/v1/admin/tsdb/snapshot"), None);
+    assert_eq!(confinement(&Method::POST, "/api/v1/incidents/3/ack"), None);
+    for (m, p, _) in tenancy::SCOPED {
+        let m = m.clone().unwrap_or(Method::GET);
+        assert!(required(&m, &p.replace('*', "x")).is_some(), "{m} {p} needs no token: it cannot be confined");
+    }
 }
 
 #[test]
@@ -46,9 +100,10 @@ fn endpoints_need_their_scope() {
         ("POST", "/api/v2/alerts", Some(Write)),
         ("POST", "/api/v1/scheduler/capacity", Some(Write)),
         ("GET", "/api/v2/silences", Some(Read)),
-        ("POST", "/api/v2/silences", Some(Admin)),
-        ("DELETE", "/api/v2/silence/abc", Some(Admin)),
-        ("POST", "/api/v1/incidents/17/ack", Some(Admin)),
+        ("POST", "/api/v2/silences", Some(Silence)),
+        ("DELETE", "/api/v2/silence/abc", Some(Silence)),
+        ("POST", "/api/v1/incidents/17/ack", Some(Silence)),
+        ("POST", "/api/v1/incidents/17/silence", Some(Silence)),
         ("GET", "/api/v1/incidents", Some(Read)),
         ("POST", "/internal/force_flush", Some(Admin)),
         ("GET", "/internal/force_flush", Some(Admin)),
@@ -113,7 +168,12 @@ fn open_only_on_loopback_without_tokens() {
 fn tokens_match_by_digest_only() {
     let mut a = Auth { tokens: vec![], anonymous: Scopes::default(), refusals: Default::default() };
     let internal = a.add_internal("internal", &[Scope::Write]).unwrap();
-    a.tokens.push(Token { name: "reader".into(), scopes: Scopes::of(&[Scope::Read]), digest: digest("r3ad") });
+    a.tokens.push(Token {
+        name: "reader".into(),
+        scopes: Scopes::of(&[Scope::Read]),
+        labels: None,
+        digest: digest("r3ad"),
+    });
     let auth = |v: &str| {
         let mut h = HeaderMap::new();
         h.insert(header::AUTHORIZATION, HeaderValue::from_str(v).unwrap());
@@ -139,6 +199,9 @@ fn scopes_nest_only_under_admin() {
     assert!(write.allows(Scope::Write) && !write.allows(Scope::Read) && !write.allows(Scope::Admin));
     let rw = Scopes::of(&[Scope::Read, Scope::Write]);
     assert!(rw.allows(Scope::Read) && rw.allows(Scope::Write) && !rw.allows(Scope::Admin));
+    assert!(!rw.allows(Scope::Silence) && admin.allows(Scope::Silence));
+    let oncall = Scopes::of(&[Scope::Read, Scope::Silence]);
+    assert!(oncall.allows(Scope::Silence) && !oncall.allows(Scope::Write) && !oncall.allows(Scope::Admin));
 }
 
 #[test]
@@ -167,6 +230,14 @@ fn token_entries_are_validated_where_they_are() {
     check(
         &format!("[[auth.tokens]]\nname = \"a\"\nscopes = []\nsha256 = \"{h}\"\n"),
         "1:1: auth.tokens: token \"a\" has no scopes",
+    );
+    check(
+        &format!("[[auth.tokens]]\nname = \"a\"\nscopes = [\"read\"]\nmatchers = ['cluster']\nsha256 = \"{h}\"\n"),
+        "1:1: auth.tokens: token \"a\": matchers: matcher 1 (\"cluster\") is not a label matcher",
+    );
+    check(
+        &format!("[[auth.tokens]]\nname = \"a\"\nscopes = [\"read\"]\nmatchers = ['team!=\"x\"']\nsha256 = \"{h}\"\n"),
+        "1:1: auth.tokens: token \"a\": matchers: the matchers {team!=\"x\"} also select series without those labels",
     );
     check(
         &format!("[[auth.tokens]]\nname = \"a\"\nscopes = [\"root\"]\nsha256 = \"{h}\"\n"),

@@ -3,7 +3,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn every_part() -> OpenApi {
-    document(Parts { store: true, alertd: true, analyzer: true, demo: true })
+    document(Parts { store: true, read_proxy: false, alertd: true, analyzer: true, demo: true })
 }
 
 /// `(METHOD, path)` of every operation in the document.
@@ -124,12 +124,12 @@ fn operations_have_unique_ids_and_the_listener_rules() {
             assert_eq!(has_401, needs.is_some(), "{m} {path}: 401 documented iff a scope is needed");
         }
     }
-    // Open routes stay open, queries need read, silences admin.
+    // Open routes stay open, queries need read, silences the silence scope.
     let json = serde_json::to_value(&doc).expect("json");
     assert_eq!(json["paths"]["/-/healthy"]["get"]["security"], serde_json::json!([{}]));
     assert_eq!(json["paths"]["/api/openapi.json"]["get"]["security"], serde_json::json!([{}]));
     assert_eq!(json["paths"]["/api/v1/query"]["post"]["security"][0]["bearer"], serde_json::json!(["read"]));
-    assert_eq!(json["paths"]["/api/v2/silences"]["post"]["security"][0]["bearer"], serde_json::json!(["admin"]));
+    assert_eq!(json["paths"]["/api/v2/silences"]["post"]["security"][0]["bearer"], serde_json::json!(["silence"]));
     assert_eq!(
         json["paths"]["/api/v1/query"]["get"]["responses"]["401"]["content"]["application/json"]["schema"]["$ref"],
         "#/components/schemas/PromError"
@@ -138,11 +138,19 @@ fn operations_have_unique_ids_and_the_listener_rules() {
 
 #[test]
 fn parts_not_served_are_not_documented() {
-    let doc = document(Parts { store: true, alertd: false, analyzer: false, demo: false });
+    let doc = document(Parts { store: true, read_proxy: false, alertd: false, analyzer: false, demo: false });
     let ops = operations(&doc);
     assert!(ops.contains(&("GET".into(), "/api/v1/query".into())));
     assert!(
         !ops.iter().any(|(_, p)| p.starts_with("/api/v2/silence") || p == "/api/v1/anomalies" || p == "/api/v1/demo"),
         "{ops:?}"
     );
+    // On a remote store: the read API passed through, and no ingest.
+    let doc = document(Parts { store: false, read_proxy: true, alertd: false, analyzer: false, demo: false });
+    let paths: BTreeSet<String> = operations(&doc).into_iter().map(|(_, p)| p).collect();
+    for p in ["/api/v1/query", "/api/v1/query_range", "/api/v1/series", "/api/v1/labels", "/api/v1/label/{name}/values"]
+    {
+        assert!(paths.contains(p), "{p} not documented: {paths:?}");
+    }
+    assert!(!paths.iter().any(|p| p.contains("write") || p.contains("status/tsdb")), "{paths:?}");
 }

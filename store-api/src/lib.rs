@@ -10,6 +10,8 @@ pub mod backend;
 pub mod openapi;
 pub mod promql;
 pub mod remote_write;
+pub mod scope;
 
 pub use backend::{BackendError, BoxFuture, QueryValue, Series, StoreBackend};
 pub use remote_write::WriteSeries;
+pub use scope::LabelScope;

@@ -19,6 +19,12 @@ pub fn is_stale(v: f64) -> bool {
 #[error("{0}")]
 pub struct ParseError(String);
 
+impl ParseError {
+    pub(crate) fn new(message: String) -> ParseError {
+        ParseError(message)
+    }
+}
+
 /// Parses `query`, with the error placed as Prometheus places it.
 pub fn parse(query: &str) -> Result<Expr, ParseError> {
     parse_expr(query).map_err(|e| ParseError(syntax::with_position(query, &e)))

@@ -19,7 +19,7 @@ pub use embedded::Embedded;
 pub use lineproto::split_name;
 pub use options::{Auth, BasicAuth, Flavour, HttpOptions, InfluxSpec, Influxdb2Options, PrometheusOptions, RemoteSpec};
 pub use options::{DEFAULT_TIMEOUT, Secret, WriteProtocol};
-pub use prometheus::Prometheus;
+pub use prometheus::{Prometheus, ReadProxy};
 
 use std::sync::Arc;
 

@@ -12,10 +12,13 @@ mod ingest;
 pub(crate) mod json;
 pub mod openapi;
 mod params;
+mod proxy;
 mod query;
 mod status;
 mod status_tsdb;
 
+pub use params::is_form;
+pub use proxy::{is_proxied, read_proxy_router};
 pub use status::{AlertInfo, AlertingInfo, RuleGroupInfo, RuleInfo, RuleSource};
 pub use status_tsdb::document as tsdb_status_document;
 

@@ -41,4 +41,5 @@ mod secrets;
 mod self_monitoring;
 mod serve_collector;
 mod status_page;
+mod tenancy;
 mod tls;

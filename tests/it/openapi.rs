@@ -8,7 +8,7 @@
 use crate::support::server;
 
 use serde_json::{Value, json};
-use server::{Server, now_ms};
+use server::{Server, now_ms, rfc3339};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -55,9 +55,9 @@ fn seed(s: &Server) -> String {
         "annotations": {"summary": "n1 is hot"}}]);
     let r = s.post("/api/v2/alerts", &[("content-type", "application/json")], alert.to_string());
     assert_eq!(r.status, 200, "{}", r.body);
-    let ends = secs_rfc3339(now_ms() + 3_600_000);
+    let ends = rfc3339((now_ms() + 3_600_000) / 1000);
     let silence = json!({"matchers": [{"name": "host", "value": "n2", "isRegex": false}],
-        "startsAt": secs_rfc3339(now_ms()), "endsAt": ends, "createdBy": "test", "comment": "seed"});
+        "startsAt": rfc3339(now_ms() / 1000), "endsAt": ends, "createdBy": "test", "comment": "seed"});
     let r = s.post("/api/v2/silences", &[("content-type", "application/json")], silence.to_string());
     assert_eq!(r.status, 200, "{}", r.body);
     let silence_id = r.json()["silenceID"].as_str().expect("silenceID").to_string();
@@ -73,23 +73,6 @@ fn seed(s: &Server) -> String {
         std::thread::sleep(Duration::from_millis(200));
     }
     silence_id
-}
-
-/// Unix milliseconds as RFC 3339 in UTC, whole seconds (the time format of Alertmanager's API).
-fn secs_rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
 }
 
 #[test]

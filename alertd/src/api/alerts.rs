@@ -7,15 +7,21 @@ use crate::engine::Engine;
 use crate::silence::Silence;
 use crate::time::Timestamp;
 use argus_model::{Labels, Matcher};
-use axum::Json;
+use argus_store_api::LabelScope;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Query, State as Ext};
+use axum::{Extension, Json};
 use regex::Regex;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 type Kv = BTreeMap<String, String>;
+
+/// The label scope of a token confined to a share of the series (set by the server's authentication
+/// in front of alertd); absent for every other caller.
+pub(super) type Scope = Option<Extension<Arc<LabelScope>>>;
 
 fn kv(l: &Labels) -> Kv {
     l.iter().map(|x| (x.name.clone(), x.value.clone())).collect()
@@ -75,7 +81,8 @@ struct AlertFilter {
 }
 
 impl AlertFilter {
-    fn parse(p: &Params) -> Result<AlertFilter, ApiError> {
+    /// The request's filters; a token confined to a label scope adds the scope's matchers.
+    fn parse(p: &Params, scope: Scope) -> Result<AlertFilter, ApiError> {
         let receiver = match p.iter().rev().find(|(k, _)| k == "receiver") {
             Some((_, r)) => Some(
                 Regex::new(&format!("^(?:{r})$"))
@@ -89,7 +96,10 @@ impl AlertFilter {
             active: flag(p, "active", true)?,
             silenced: flag(p, "silenced", true)?,
             inhibited: flag(p, "inhibited", true)?,
-            matchers: filters(p)?,
+            matchers: filters(p)?
+                .into_iter()
+                .chain(scope.iter().flat_map(|s| s.0.matchers().iter().cloned()))
+                .collect(),
             receiver,
         })
     }
@@ -141,8 +151,12 @@ impl AlertFilter {
         ("filter" = Option<Vec<String>>, Query, description = "Matchers such as `alertname=\"GpuDown\"`, each in one parameter", example = json!(["severity=\"critical\""])),
         ("receiver" = Option<String>, Query, description = "A regular expression the receiver's name must match in full")),
     responses((status = 200, description = "The alerts", body = Vec<GettableAlert>), AmErrors))]
-pub async fn get_alerts(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<GettableAlert>>, ApiError> {
-    let f = AlertFilter::parse(&p)?;
+pub async fn get_alerts(
+    Ext(s): Ext<State>,
+    scope: Scope,
+    Query(p): Query<Params>,
+) -> Result<Json<Vec<GettableAlert>>, ApiError> {
+    let f = AlertFilter::parse(&p, scope)?;
     let silences = s.silences.list();
     let now = s.engine.now();
     let e = s.engine.lock();
@@ -161,8 +175,12 @@ pub async fn get_alerts(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<J
         ("filter" = Option<Vec<String>>, Query, description = "Matchers such as `alertname=\"GpuDown\"`, each in one parameter", example = json!(["severity=\"critical\""])),
         ("receiver" = Option<String>, Query, description = "A regular expression the receiver's name must match in full")),
     responses((status = 200, description = "The groups", body = Vec<AlertGroup>), AmErrors))]
-pub async fn get_groups(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<AlertGroup>>, ApiError> {
-    let f = AlertFilter::parse(&p)?;
+pub async fn get_groups(
+    Ext(s): Ext<State>,
+    scope: Scope,
+    Query(p): Query<Params>,
+) -> Result<Json<Vec<AlertGroup>>, ApiError> {
+    let f = AlertFilter::parse(&p, scope)?;
     let silences = s.silences.list();
     let now = s.engine.now();
     let e = s.engine.lock();
@@ -188,7 +206,11 @@ pub async fn get_groups(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<J
 #[utoipa::path(post, path = "/api/v2/alerts", tag = AM_TAG, operation_id = "postAlerts",
     request_body(content = Vec<PostableAlert>, description = "Alerts, as Prometheus and vmalert send them"),
     responses((status = 200, description = "Every alert taken in"), AmErrors))]
-pub async fn post_alerts(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>) -> Result<(), ApiError> {
+pub async fn post_alerts(
+    Ext(s): Ext<State>,
+    scope: Scope,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(), ApiError> {
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
     let posted = parse_alerts(&body, s.max_alerts_per_request)?;
     for (i, a) in posted.iter().enumerate() {
@@ -197,6 +219,13 @@ pub async fn post_alerts(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>
                 "alert {i}: {} labels exceed the limit of {} per alert (alertd.max_labels_per_alert)",
                 a.labels.len(),
                 s.max_labels_per_alert
+            )));
+        }
+        if let Some(Extension(scope)) = &scope
+            && let Some(m) = scope.first_outside(|k| a.labels.get(k).map(String::as_str))
+        {
+            return Err(ApiError::Forbidden(format!(
+                "alert {i} is outside this token's scope {scope} (it fails {m}); no alert of this request was taken in"
             )));
         }
     }

@@ -1,14 +1,15 @@
 //! `/api/v2/silences` and `/api/v2/silence/{id}`, with Alertmanager's validation and update rules.
 
+use super::alerts::Scope;
 use super::openapi::{AM_TAG, AmError, AmErrors, GettableSilenceSchema};
 use super::{ApiError, Params, State, filters};
 use crate::alert::valid_label_name;
 use crate::silence::{Silence, SilenceState, WireMatcher, new_id};
 use crate::time::Timestamp;
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State as Ext};
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -75,15 +76,31 @@ fn matches_filter(s: &Silence, filter: &[argus_model::Matcher]) -> bool {
     filter.iter().all(|f| set.get(f.name.as_str()).is_some_and(|v| f.matches(v)))
 }
 
+/// Whether a token confined to `scope` owns `s`: the silence carries each of the scope's matchers as
+/// it is, so it silences nothing outside the scope. Silences a token does not own are, to it, absent.
+fn owned(s: &Silence, scope: &Scope) -> bool {
+    let Some(Extension(scope)) = scope else { return true };
+    scope.matchers().iter().all(|m| s.matchers.iter().any(|x| same(x, m)))
+}
+
+fn same(a: &argus_model::Matcher, b: &argus_model::Matcher) -> bool {
+    a.name == b.name && a.op == b.op && a.value == b.value
+}
+
 /// `GET /api/v2/silences`: active ones first (soonest to end first), then pending (soonest to start
 /// first), then expired (latest to end first), as Alertmanager sorts them.
 #[utoipa::path(get, path = "/api/v2/silences", tag = AM_TAG, operation_id = "getSilences",
     params(("filter" = Option<Vec<String>>, Query, description = "Matchers the silence's matchers must satisfy, each in one parameter", example = json!(["alertname=\"GpuDown\""]))),
     responses((status = 200, description = "The silences", body = Vec<GettableSilenceSchema>), AmErrors))]
-pub async fn get_silences(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result<Json<Vec<GettableSilence>>, ApiError> {
+pub async fn get_silences(
+    Ext(s): Ext<State>,
+    scope: Scope,
+    Query(p): Query<Params>,
+) -> Result<Json<Vec<GettableSilence>>, ApiError> {
     let filter = filters(&p)?;
     let now = s.engine.now();
-    let mut list: Vec<Silence> = s.silences.list().into_iter().filter(|x| matches_filter(x, &filter)).collect();
+    let mut list: Vec<Silence> =
+        s.silences.list().into_iter().filter(|x| matches_filter(x, &filter) && owned(x, &scope)).collect();
     list.sort_by(|a, b| {
         let (sa, sb) = (a.state(now), b.state(now));
         sa.cmp(&sb).then_with(|| match sa {
@@ -100,11 +117,15 @@ pub async fn get_silences(Ext(s): Ext<State>, Query(p): Query<Params>) -> Result
     params(("id" = String, Path, description = "The silence's id")),
     responses((status = 200, description = "The silence", body = GettableSilenceSchema),
         (status = 404, description = "No silence has this id", body = AmError)))]
-pub async fn get_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<Json<GettableSilence>, ApiError> {
+pub async fn get_silence(
+    Ext(s): Ext<State>,
+    scope: Scope,
+    Path(id): Path<String>,
+) -> Result<Json<GettableSilence>, ApiError> {
     let now = s.engine.now();
     match s.silences.get(&id) {
-        Some(x) => Ok(Json(gettable(&x, now))),
-        None => Err(ApiError::NotFound(format!("silence {id} not found"))),
+        Some(x) if owned(&x, &scope) => Ok(Json(gettable(&x, now))),
+        _ => Err(ApiError::NotFound(format!("silence {id} not found"))),
     }
 }
 
@@ -114,9 +135,9 @@ pub async fn get_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<J
     responses((status = 200, description = "Expired"),
         (status = 404, description = "No silence has this id", body = AmError),
         (status = 500, description = "The silence could not be stored", body = AmError)))]
-pub async fn delete_silence(Ext(s): Ext<State>, Path(id): Path<String>) -> Result<(), ApiError> {
+pub async fn delete_silence(Ext(s): Ext<State>, scope: Scope, Path(id): Path<String>) -> Result<(), ApiError> {
     let now = s.engine.now();
-    if !s.silences.expire(&id, now)? {
+    if !s.silences.get(&id).is_some_and(|x| owned(&x, &scope)) || !s.silences.expire(&id, now)? {
         return Err(ApiError::NotFound(format!("silence {id} not found")));
     }
     tracing::info!(silence = %id, "Silence expired");
@@ -136,7 +157,11 @@ pub struct Created {
     request_body(content = PostableSilence, description = "A new silence, or (with `id`) an update of one"),
     responses((status = 200, description = "The silence's id", body = Created),
         (status = 404, description = "`id` names no silence", body = AmError), AmErrors))]
-pub async fn post_silence(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection>) -> Result<Json<Created>, ApiError> {
+pub async fn post_silence(
+    Ext(s): Ext<State>,
+    scope: Scope,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Created>, ApiError> {
     let body = body.map_err(|r| ApiError::from_body(r, s.max_body_bytes))?;
     let p: PostableSilence =
         serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("silence: {e}")))?;
@@ -150,6 +175,14 @@ pub async fn post_silence(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection
         }
     }
     let mut new = validate(p, now)?;
+    // A confined token's silence carries the scope's matchers, so it silences nothing outside it.
+    if let Some(Extension(scope)) = &scope {
+        for m in scope.matchers() {
+            if !new.matchers.iter().any(|x| same(x, m)) {
+                new.matchers.push(m.clone());
+            }
+        }
+    }
     if new.until_resolved {
         let e = s.engine.lock();
         if !e.firing_matches(&new.matchers, now) {
@@ -162,8 +195,8 @@ pub async fn post_silence(Ext(s): Ext<State>, body: Result<Bytes, BytesRejection
         None
     } else {
         match s.silences.get(&new.id) {
-            Some(old) => Some(old),
-            None => return Err(ApiError::NotFound(format!("silence {} not found", new.id))),
+            Some(old) if owned(&old, &scope) => Some(old),
+            _ => return Err(ApiError::NotFound(format!("silence {} not found", new.id))),
         }
     };
     if let Some(old) = old {

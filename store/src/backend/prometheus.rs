@@ -8,6 +8,9 @@
 //! are filtered to `[start, end]` again, since Prometheus 2 includes the window's left edge.
 
 mod api;
+mod proxy;
+
+pub use proxy::{Answer, PROXIED, ReadProxy};
 
 use super::client::{self, Call};
 use super::{BackendError, BoxFuture, PrometheusOptions, QueryValue, StoreBackend, WriteProtocol, lineproto};
@@ -35,7 +38,12 @@ impl Prometheus {
     }
 
     fn post(&self, url: &Url) -> reqwest::RequestBuilder {
-        let mut req = client::with_auth(self.http.post(url.clone()), &self.opts.http.auth);
+        self.request(reqwest::Method::POST, url)
+    }
+
+    /// A request with the store's credentials and tenant header.
+    fn request(&self, method: reqwest::Method, url: &Url) -> reqwest::RequestBuilder {
+        let mut req = client::with_auth(self.http.request(method, url.clone()), &self.opts.http.auth);
         if let Some((name, value)) = &self.opts.tenant_header {
             req = req.header(*name, value);
         }

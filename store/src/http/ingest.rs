@@ -6,7 +6,10 @@ use super::body::{admit, decode, influx_error};
 use super::openapi::{SnappyProtobuf, WRITE_TAG, WriteErrors};
 use crate::db::WriteError;
 use crate::remote_write;
-use argus_model::lineprotocol::{LineError, Precision, parse_numbered};
+use argus_model::METRIC_NAME;
+use argus_model::lineprotocol::{LineError, Precision, parse_numbered, series_name};
+use argus_store_api::LabelScope;
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State as S};
 use axum::http::{HeaderMap, StatusCode};
@@ -27,8 +30,8 @@ enum Api {
         ("precision" = Option<String>, Query, description = "`ns` (default), `us`, `ms` or `s`", example = "ns")),
     request_body(content = String, content_type = "text/plain", description = "InfluxDB line protocol, one point a line; `Content-Encoding: gzip` allowed", example = "gpu_util,host=a,gpu=0 value=0.93 1700000000000000000"),
     responses((status = 204, description = "Stored, every line"), WriteErrors))]
-pub async fn write_v2(s: S<Arc<State>>, q: RawQuery, headers: HeaderMap, body: Bytes) -> Response {
-    write_lp(s.0, q.0, headers, body, Api::V2).await
+pub async fn write_v2(s: S<Arc<State>>, scope: Scope, q: RawQuery, headers: HeaderMap, body: Bytes) -> Response {
+    write_lp(s.0, scope, q.0, headers, body, Api::V2).await
 }
 
 /// InfluxDB v1 write: line protocol; `db` becomes a label on every series.
@@ -37,11 +40,22 @@ pub async fn write_v2(s: S<Arc<State>>, q: RawQuery, headers: HeaderMap, body: B
         ("precision" = Option<String>, Query, description = "`n` (default), `u`, `ms`, `s`, `m` or `h`", example = "s")),
     request_body(content = String, content_type = "text/plain", description = "InfluxDB line protocol, one point a line; `Content-Encoding: gzip` allowed", example = "gpu_util,host=a,gpu=0 value=0.93 1700000000000000000"),
     responses((status = 204, description = "Stored, every line"), WriteErrors))]
-pub async fn write_v1(s: S<Arc<State>>, q: RawQuery, headers: HeaderMap, body: Bytes) -> Response {
-    write_lp(s.0, q.0, headers, body, Api::V1).await
+pub async fn write_v1(s: S<Arc<State>>, scope: Scope, q: RawQuery, headers: HeaderMap, body: Bytes) -> Response {
+    write_lp(s.0, scope, q.0, headers, body, Api::V1).await
 }
 
-async fn write_lp(state: Arc<State>, query: Option<String>, headers: HeaderMap, body: Bytes, api: Api) -> Response {
+/// The label scope of a token confined to a share of the series (set by the server's authentication);
+/// absent for every other writer.
+type Scope = Option<Extension<Arc<LabelScope>>>;
+
+async fn write_lp(
+    state: Arc<State>,
+    scope: Scope,
+    query: Option<String>,
+    headers: HeaderMap,
+    body: Bytes,
+    api: Api,
+) -> Response {
     let params = super::params::Params::parse(query.as_deref(), &[]);
     let precision = match (api, params.get("precision")) {
         (_, None) | (_, Some("")) => Ok(Precision::Nanoseconds),
@@ -62,13 +76,19 @@ async fn write_lp(state: Arc<State>, query: Option<String>, headers: HeaderMap, 
     let st = state.clone();
     let res = tokio::task::spawn_blocking(move || {
         let data = decode(&headers, &body, st.limits.max_decoded_bytes)?;
-        store_lines(&st, &data, precision, db_label.as_deref())
+        store_lines(&st, &data, precision, db_label.as_deref(), scope.as_ref().map(|s| &*s.0))
     })
     .await;
     answer(res)
 }
 
-fn store_lines(state: &State, data: &[u8], precision: Precision, db: Option<&str>) -> Result<(), Response> {
+fn store_lines(
+    state: &State,
+    data: &[u8],
+    precision: Precision,
+    db: Option<&str>,
+    scope: Option<&LabelScope>,
+) -> Result<(), Response> {
     let text = std::str::from_utf8(data).map_err(|e| {
         let at = e.valid_up_to();
         let line = data[..at].iter().filter(|b| **b == b'\n').count() + 1;
@@ -116,9 +136,36 @@ fn store_lines(state: &State, data: &[u8], precision: Precision, db: Option<&str
     if !too_many.is_empty() {
         return Err(invalid(too_many));
     }
+    if let Some(scope) = scope {
+        for (n, l) in &numbered {
+            let tag = |k: &str| l.tags.iter().find(|(t, _)| t == k).map(|(_, v)| v.as_ref());
+            for (field, _) in &l.fields {
+                let mut name = String::new();
+                series_name(&l.measurement, field, &mut name);
+                let get = |k: &str| match k {
+                    METRIC_NAME => Some(name.as_str()),
+                    "db" if db.is_some() => db,
+                    _ => tag(k),
+                };
+                if let Some(m) = scope.first_outside(get) {
+                    return Err(outside(scope, &format!("line {n}: series {name}"), m));
+                }
+            }
+        }
+    }
     let (numbers, lines): (Vec<usize>, Vec<_>) = numbered.into_iter().unzip();
     let extra_labels: Vec<(&str, &str)> = db.map(|d| ("db", d)).into_iter().collect();
     state.db.write_lines(&lines, &numbers, precision, &extra_labels).map(|_| ()).map_err(write_error)
+}
+
+/// 403 for a write holding a series outside the writer's scope: nothing of the request is stored.
+fn outside(scope: &LabelScope, what: &str, failed: &argus_model::Matcher) -> Response {
+    influx_error(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        format!("{what} is outside this token's scope {scope} (it fails {failed}); nothing stored"),
+        None,
+    )
 }
 
 /// `204` for a stored write, else the error it produced.
@@ -173,7 +220,7 @@ fn write_error(e: WriteError) -> Response {
     request_body(content = SnappyProtobuf, content_type = "application/x-protobuf",
         description = "A snappy-compressed protobuf `WriteRequest` (Prometheus remote write 1.0)"),
     responses((status = 204, description = "Stored, every series"), WriteErrors))]
-pub async fn remote_write(S(state): S<Arc<State>>, body: Bytes) -> Response {
+pub async fn remote_write(S(state): S<Arc<State>>, scope: Scope, body: Bytes) -> Response {
     let _admission = match admit(&state, body.len()) {
         Ok(a) => a,
         Err(r) => return r,
@@ -211,6 +258,11 @@ pub async fn remote_write(S(state): S<Arc<State>>, body: Bytes) -> Response {
                     ),
                     None,
                 ));
+            }
+            if let Some(Extension(scope)) = &scope
+                && let Some(m) = scope.first_outside(|k| s.labels.get(k))
+            {
+                return Err(outside(scope, &format!("series {} ({})", i + 1, s.labels), m));
             }
             series.push((s.labels, s.samples));
         }

@@ -25,7 +25,9 @@ impl<S: Send + Sync> FromRequest<S> for Params {
     }
 }
 
-fn is_form(headers: &HeaderMap) -> bool {
+/// Whether a request declares a form body (`application/x-www-form-urlencoded`, any parameters):
+/// the query endpoints read their parameters from such a body too.
+pub fn is_form(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

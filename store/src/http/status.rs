@@ -9,6 +9,8 @@ use super::envelope::{bad, ok};
 use super::openapi::{BuildInfoAnswer, ExemplarsAnswer, MetadataAnswer, QUERY_TAG, ReadErrors, SuccessStatus};
 use super::params::{Params, parse_time};
 use super::query::time_param;
+use argus_store_api::LabelScope;
+use axum::Extension;
 use axum::extract::State as S;
 use axum::response::Response;
 use serde_json::{Map, Value as J, json};
@@ -91,14 +93,14 @@ pub async fn query_exemplars(p: Params) -> Response {
 #[utoipa::path(method(get, post), path = "/api/v1/rules", tag = QUERY_TAG,
     params(("type" = Option<String>, Query, description = "`alert` or `record`", example = "alert")),
     responses((status = 200, description = "The rule groups", body = RuleGroupsAnswer), ReadErrors))]
-pub async fn rules(S(state): S<Arc<super::State>>, p: Params) -> Response {
+pub async fn rules(S(state): S<Arc<super::State>>, scope: Scope, p: Params) -> Response {
     let want = match p.get("type").map(str::to_lowercase).as_deref() {
         None | Some("") => None,
         Some("alert") => Some(true),
         Some("record") => Some(false),
         Some(t) => return bad(format!("invalid parameter \"type\": not supported value {t:?}")),
     };
-    let groups = state.rule_groups();
+    let groups = confined(state.rule_groups(), scope);
     let groups: Vec<J> = groups
         .iter()
         .map(|g| {
@@ -122,8 +124,8 @@ pub async fn rules(S(state): S<Arc<super::State>>, p: Params) -> Response {
 /// alerts, from every source, are under `/api/v2/alerts`).
 #[utoipa::path(method(get, post), path = "/api/v1/alerts", tag = QUERY_TAG,
     responses((status = 200, description = "The rules' active alerts", body = ActiveAlertsAnswer), ReadErrors))]
-pub async fn alerts(S(state): S<Arc<super::State>>) -> Response {
-    let groups = state.rule_groups();
+pub async fn alerts(S(state): S<Arc<super::State>>, scope: Scope) -> Response {
+    let groups = confined(state.rule_groups(), scope);
     let alerts: Vec<J> = groups
         .iter()
         .flat_map(|g| &g.rules)
@@ -132,6 +134,39 @@ pub async fn alerts(S(state): S<Arc<super::State>>) -> Response {
         .map(alert_json)
         .collect();
     ok(json!({ "alerts": alerts }))
+}
+
+/// The label scope of a token confined to a share of the series; absent for every other reader.
+type Scope = Option<Extension<Arc<LabelScope>>>;
+
+/// What a token confined to `scope` sees of the rule groups: the rules whose own labels are inside
+/// the scope, and those with a pending or firing alert inside it; of each rule only the alerts inside
+/// the scope, its state taken from them; groups left with no rule are left out.
+fn confined(groups: Vec<RuleGroupInfo>, scope: Scope) -> Vec<RuleGroupInfo> {
+    let Some(Extension(scope)) = scope else { return groups };
+    let inside =
+        |labels: &BTreeMap<String, String>| scope.first_outside(|k| labels.get(k).map(String::as_str)).is_none();
+    let mut out = Vec::new();
+    for mut g in groups {
+        g.rules.retain_mut(|r| {
+            let own = inside(&r.labels);
+            let Some(a) = &mut r.alerting else { return own };
+            a.alerts.retain(|al| inside(&al.labels));
+            let states = |s: &str| a.alerts.iter().any(|al| al.state == s);
+            a.state = if states("firing") {
+                "firing"
+            } else if states("pending") {
+                "pending"
+            } else {
+                "inactive"
+            };
+            own || !a.alerts.is_empty()
+        });
+        if !g.rules.is_empty() {
+            out.push(g);
+        }
+    }
+    out
 }
 
 // === the rule groups of this process ===

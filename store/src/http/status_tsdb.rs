@@ -44,7 +44,11 @@ const DAY_MS: i64 = 86_400_000;
         ("focusLabel" = Option<String>, Query, description = "A label name: series counted by its values in seriesCountByFocusLabelValue", example = "host"),
     ),
     responses((status = 200, description = "Cardinality statistics", body = TsdbAnswer), ReadErrors))]
-pub async fn tsdb(S(state): S<Arc<State>>, p: Params) -> Response {
+pub async fn tsdb(
+    S(state): S<Arc<State>>,
+    scope: Option<axum::Extension<Arc<argus_store_api::LabelScope>>>,
+    p: Params,
+) -> Response {
     let q = match Query::from_params(&p, crate::now_ms()) {
         Ok(q) => q,
         Err(e) => return bad(e),
@@ -57,8 +61,13 @@ pub async fn tsdb(S(state): S<Arc<State>>, p: Params) -> Response {
                 Err(e) => return err(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
             }
         }
-        let span = state.db.span_stats(q.mint, q.maxt);
         let mut out = Stats::count(all.iter().map(|l| &**l), q.focus.as_deref()).json(q.top, q.focus.as_deref());
+        // The chunk count and time span are the whole store's, so a token confined to a share of the
+        // series is not shown them: 0 chunks, no span.
+        let span = match scope {
+            None => state.db.span_stats(q.mint, q.maxt),
+            Some(_) => Default::default(),
+        };
         out["headStats"]["chunkCount"] = json!(span.chunks);
         out["headStats"]["minTime"] = json!(span.min_time);
         out["headStats"]["maxTime"] = json!(span.max_time);

@@ -27,7 +27,7 @@ fn store(now: i64) -> (tempfile::TempDir, Arc<State>) {
 }
 
 async fn answer(state: &Arc<State>, p: &[(&str, &str)]) -> (u16, J) {
-    let r = tsdb(S(state.clone()), params(p)).await;
+    let r = tsdb(S(state.clone()), None, params(p)).await;
     let status = r.status().as_u16();
     let body = axum::body::to_bytes(r.into_body(), usize::MAX).await.unwrap();
     (status, serde_json::from_slice(&body).unwrap())
