@@ -12,6 +12,7 @@ mod paging;
 pub mod raw;
 mod rules;
 mod scheduler;
+mod templates;
 mod validate;
 
 pub(crate) use locate::line as locate;
@@ -180,14 +181,16 @@ pub(crate) fn read(path: &Path) -> Result<(String, String), ConfigError> {
     }
 }
 
-/// Parses and validates configuration text; `file` names it in errors.
+/// Parses and validates configuration text; `file` names it in errors, and the template files
+/// `templates:` names are read from its directory.
 pub fn parse(src: &str, file: &str) -> Result<Config, ConfigError> {
     let raw: raw::File = if src.trim().is_empty() {
         raw::File::default()
     } else {
         serde_norway::from_str(src).map_err(|e| from_serde(&e, file))?
     };
-    validate::validate(raw, src, file)
+    let lib = templates::load(&raw.templates, src, file)?;
+    validate::validate(raw, src, file, &lib)
 }
 
 /// serde_norway's message is `path: reason at line L column C`; split it into our fields.

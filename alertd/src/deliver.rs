@@ -176,6 +176,7 @@ pub fn build_with_ledger(
                 channel: s.channel.clone(),
                 username: s.username.clone(),
                 icon_emoji: s.icon_emoji.clone(),
+                templates: s.templates.clone(),
                 language: s.language,
             };
             add("slack", i, Arc::new(slack));

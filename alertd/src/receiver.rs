@@ -6,9 +6,11 @@
 //! These are settings only, validated by `config` and acted on by `deliver`; nothing here reaches
 //! either, so both can build on it.
 
+pub mod notification;
 pub mod template;
 
 use argus_model::Secret;
+use notification::Text;
 use std::path::PathBuf;
 use std::time::Duration;
 use template::BodyTemplate;
@@ -141,19 +143,37 @@ pub enum Language {
     Zh,
 }
 
-/// Slack's incoming webhook (Alertmanager's `slack_configs`, without its Go templates).
+/// Slack's incoming webhook (Alertmanager's `slack_configs`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SlackConfig {
     /// `api_url` / `api_url_file`, else `global.slack_api_url` / `slack_api_url_file`.
     pub api_url: SecretSource,
     pub http: Option<HttpSettings>,
-    pub channel: Option<String>,
-    pub username: Option<String>,
-    pub icon_emoji: Option<String>,
+    /// `channel`, `username`, `icon_emoji`: notification templates, sent when they render non-empty.
+    pub channel: Option<Text>,
+    pub username: Option<Text>,
+    pub icon_emoji: Option<Text>,
+    /// The fields written as notification templates; each one unset keeps alertd's own.
+    pub templates: SlackTemplates,
     /// Alertmanager's default for Slack: false.
     pub send_resolved: bool,
     pub language: Language,
     pub timeout: Duration,
+}
+
+/// Slack's templated fields: the message's `icon_url` and the attachment's others.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SlackTemplates {
+    pub title: Option<Text>,
+    pub title_link: Option<Text>,
+    pub pretext: Option<Text>,
+    pub text: Option<Text>,
+    pub fallback: Option<Text>,
+    pub color: Option<Text>,
+    pub footer: Option<Text>,
+    pub icon_url: Option<Text>,
+    pub image_url: Option<Text>,
+    pub thumb_url: Option<Text>,
 }
 
 /// A group robot: DingTalk, Feishu/Lark or WeCom (`url`, an optional signing `secret`).
@@ -186,8 +206,7 @@ impl Mentions {
     }
 }
 
-/// Email over SMTP (Alertmanager's `email_configs`, without templates; unset keys come from the
-/// global `smtp_*` ones).
+/// Email over SMTP (Alertmanager's `email_configs`; unset keys come from the global `smtp_*` ones).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmailConfig {
     pub to: Vec<String>,
@@ -199,6 +218,11 @@ pub struct EmailConfig {
     /// `auth_password` / `auth_password_file`, read at every send.
     pub auth_password: Option<SecretSource>,
     pub tls: EmailTls,
+    /// The `Subject` header, `text` and `html` written as notification templates; each one unset
+    /// keeps alertd's own.
+    pub subject: Option<Text>,
+    pub text: Option<Text>,
+    pub html: Option<Text>,
     /// Alertmanager's default for email: false.
     pub send_resolved: bool,
     pub language: Language,
@@ -214,8 +238,8 @@ pub enum EmailTls {
     None,
 }
 
-/// PagerDuty's Events API (Alertmanager's `pagerduty_configs`, its fields as plain text: alertd
-/// renders the summary and details itself).
+/// PagerDuty's Events API (Alertmanager's `pagerduty_configs`; `client`, `client_url`,
+/// `description` and the `details` values take notification templates).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PagerDutyConfig {
     /// `routing_key` (Events API v2) or `service_key` (v1), each also from a file.
@@ -224,10 +248,10 @@ pub struct PagerDutyConfig {
     pub url: String,
     pub http: Option<HttpSettings>,
     /// `client` (default "Argus alertd") and `client_url` (default the external URL).
-    pub client: String,
-    pub client_url: Option<String>,
+    pub client: Text,
+    pub client_url: Option<Text>,
     /// `description`: the summary; default the notification's title.
-    pub description: Option<String>,
+    pub description: Option<Text>,
     /// `severity` (default `error`), `source` (default `client`), `class`, `component`, `group`.
     pub severity: String,
     pub source: Option<String>,
@@ -235,7 +259,7 @@ pub struct PagerDutyConfig {
     pub component: Option<String>,
     pub group: Option<String>,
     /// `details`; default the firing and resolved alerts and their counts, as Alertmanager's.
-    pub details: Option<std::collections::BTreeMap<String, String>>,
+    pub details: Option<std::collections::BTreeMap<String, Text>>,
     pub links: Vec<(String, String)>,
     /// Default true.
     pub send_resolved: bool,
@@ -254,7 +278,8 @@ pub const PAGERDUTY_V2_URL: &str = "https://events.pagerduty.com/v2/enqueue";
 /// PagerDuty's Events API v1 endpoint, for service keys.
 pub const PAGERDUTY_V1_URL: &str = "https://events.pagerduty.com/generic/2010-04-15/create_event.json";
 
-/// Opsgenie's Alert API (Alertmanager's `opsgenie_configs`, its fields as plain text).
+/// Opsgenie's Alert API (Alertmanager's `opsgenie_configs`; `message`, `description`, `note` and
+/// the `details` values take notification templates).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpsGenieConfig {
     /// `api_key` / `api_key_file`, else the global ones: sent as `Authorization: GenieKey …`.
@@ -263,16 +288,16 @@ pub struct OpsGenieConfig {
     pub api_url: String,
     pub http: Option<HttpSettings>,
     /// `message` (default the title, at most 130 characters) and `description` (default the text).
-    pub message: Option<String>,
-    pub description: Option<String>,
+    pub message: Option<Text>,
+    pub description: Option<Text>,
     /// `source` (default the external URL).
     pub source: Option<String>,
     /// Merged over the common labels, as Alertmanager's.
-    pub details: std::collections::BTreeMap<String, String>,
+    pub details: std::collections::BTreeMap<String, Text>,
     /// `(type, id, name, username)`; type `teams` names several teams, comma-separated.
     pub responders: Vec<OpsGenieResponder>,
     pub tags: Vec<String>,
-    pub note: Option<String>,
+    pub note: Option<Text>,
     /// `P1` … `P5`.
     pub priority: Option<String>,
     pub entity: Option<String>,

@@ -7,6 +7,7 @@ use super::raw;
 use super::validate::{Ctx, unsupported};
 use crate::receiver::{
     DEFAULT_TIMEOUT, EmailConfig, EmailTls, Language, Mentions, Receiver, RobotConfig, SecretSource, SlackConfig,
+    SlackTemplates,
 };
 use argus_model::Secret;
 
@@ -83,25 +84,28 @@ pub(super) fn receivers(
             c,
             &f,
             &[
-                ("icon_url", s.icon_url.is_some()),
-                ("color", s.color.is_some()),
-                ("title", s.title.is_some()),
-                ("title_link", s.title_link.is_some()),
-                ("pretext", s.pretext.is_some()),
-                ("text", s.text.is_some()),
                 ("fields", s.fields.is_some()),
                 ("short_fields", s.short_fields.is_some()),
-                ("footer", s.footer.is_some()),
-                ("fallback", s.fallback.is_some()),
                 ("callback_id", s.callback_id.is_some()),
-                ("image_url", s.image_url.is_some()),
-                ("thumb_url", s.thumb_url.is_some()),
                 ("link_names", s.link_names.is_some()),
                 ("mrkdwn_in", s.mrkdwn_in.is_some()),
                 ("actions", s.actions.is_some()),
             ],
         )?;
         let lang = s.argus.as_ref().and_then(|a| a.language.clone());
+        let t = |key: &str, v: &Option<String>| c.template(&f, key, v.as_deref());
+        let templates = SlackTemplates {
+            title: t("title", &s.title)?,
+            title_link: t("title_link", &s.title_link)?,
+            pretext: t("pretext", &s.pretext)?,
+            text: t("text", &s.text)?,
+            fallback: t("fallback", &s.fallback)?,
+            color: t("color", &s.color)?,
+            footer: t("footer", &s.footer)?,
+            icon_url: t("icon_url", &s.icon_url)?,
+            image_url: t("image_url", &s.image_url)?,
+            thumb_url: t("thumb_url", &s.thumb_url)?,
+        };
         let api_url = match url_source(c, &f, "api_url", &s.api_url, &s.api_url_file)? {
             Some(u) => u,
             None => url_source(c, "global.", "slack_api_url", &g.slack_api_url, &g.slack_api_url_file)?.ok_or_else(
@@ -116,9 +120,10 @@ pub(super) fn receivers(
                 &format!("receivers {:?} slack_configs[{j}].http_config", r.name),
                 s.http_config.as_ref(),
             )?,
-            channel: s.channel.clone(),
-            username: s.username.clone(),
-            icon_emoji: s.icon_emoji.clone(),
+            channel: t("channel", &s.channel)?,
+            username: t("username", &s.username)?,
+            icon_emoji: t("icon_emoji", &s.icon_emoji)?,
+            templates,
             send_resolved: s.send_resolved.unwrap_or(false),
             language: language(c, &format!("{f}argus.language"), &lang)?,
             timeout: DEFAULT_TIMEOUT,
@@ -174,11 +179,17 @@ fn email(c: &Ctx, g: &raw::Global, e: &raw::Email, f: &str) -> Result<EmailConfi
             ("auth_secret", e.auth_secret.is_some()),
             ("auth_identity", e.auth_identity.is_some()),
             ("tls_config", e.tls_config.is_some()),
-            ("html", e.html.is_some()),
-            ("text", e.text.is_some()),
-            ("headers", e.headers.is_some()),
         ],
     )?;
+    let mut subject = None;
+    for (name, v) in e.headers.iter().flatten() {
+        // Alertmanager matches header names without regard to case.
+        if !name.eq_ignore_ascii_case("subject") {
+            let reason = format!("header {name:?} is not supported by alertd yet: only Subject is");
+            return Err(c.err(format!("{f}headers.{name}"), &format!("{name}:"), reason));
+        }
+        subject = c.template(&format!("{f}headers."), name, Some(v))?;
+    }
     let missing =
         |key: &str| c.err(format!("{f}{key}"), "email_configs:", format!("missing (and no global smtp_{key})"));
     let to: Vec<String> =
@@ -224,6 +235,9 @@ fn email(c: &Ctx, g: &raw::Global, e: &raw::Email, f: &str) -> Result<EmailConfi
         auth_username,
         auth_password,
         tls,
+        subject,
+        text: c.template(f, "text", e.text.as_deref())?,
+        html: c.template(f, "html", e.html.as_deref())?,
         send_resolved: e.send_resolved.unwrap_or(false),
         language: language(c, &format!("{f}argus.language"), &lang)?,
         timeout: DEFAULT_TIMEOUT,

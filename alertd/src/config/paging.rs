@@ -1,6 +1,8 @@
 //! Validation of the paging services' receivers: PagerDuty (`pagerduty_configs`) and Opsgenie
-//! (`opsgenie_configs`), with their global defaults. Their text fields are taken as written: a Go
-//! template in one (`{{ … }}`) is refused by name, since alertd renders the summary and details itself.
+//! (`opsgenie_configs`), with their global defaults. The fields Alertmanager's defaults fill from
+//! templates (PagerDuty's `description`, `client`, `client_url`, `details`; Opsgenie's `message`,
+//! `description`, `details`, `note`) take notification templates; in the others a Go template
+//! (`{{ … }}`) is refused by name.
 
 use super::ConfigError;
 use super::http::{secret, settings};
@@ -37,7 +39,7 @@ fn text(c: &Ctx, f: &str, key: &str, v: &Option<String>) -> Result<Option<String
         Some(s) if s.contains("{{") => Err(c.err(
             format!("{f}{key}"),
             &format!("{key}:"),
-            "Go templates are not supported by alertd yet: write plain text, or leave it out for alertd's own",
+            "Go templates are not supported by alertd in this field yet: write plain text, or leave it out for alertd's own",
         )),
         other => Ok(other.clone()),
     }
@@ -94,7 +96,7 @@ fn pagerduty(
         Some(d) => {
             let mut out = BTreeMap::new();
             for (k, v) in d {
-                out.insert(k.clone(), text(c, &format!("{f}details."), k, &Some(v.clone()))?.unwrap_or_default());
+                out.extend(c.template(&format!("{f}details."), k, Some(v))?.map(|t| (k.clone(), t)));
             }
             Some(out)
         }
@@ -111,9 +113,11 @@ fn pagerduty(
         key,
         url,
         http: settings(c, &format!("{f}http_config"), name, p.http_config.as_ref())?,
-        client: text(c, f, "client", &p.client)?.unwrap_or_else(|| "Argus alertd".into()),
-        client_url: text(c, f, "client_url", &p.client_url)?,
-        description: text(c, f, "description", &p.description)?,
+        client: c
+            .template(f, "client", Some(p.client.as_deref().unwrap_or("Argus alertd")))?
+            .ok_or_else(|| c.err(format!("{f}client"), "client:", "missing"))?,
+        client_url: c.template(f, "client_url", p.client_url.as_deref())?,
+        description: c.template(f, "description", p.description.as_deref())?,
         severity,
         source: text(c, f, "source", &p.source)?,
         class: text(c, f, "class", &p.class)?,
@@ -187,20 +191,20 @@ fn opsgenie(c: &Ctx, g: &raw::Global, o: &raw::OpsGenie, f: &str, name: &str) ->
     };
     let mut details = BTreeMap::new();
     for (k, v) in &o.details {
-        details.insert(k.clone(), text(c, &format!("{f}details."), k, &Some(v.clone()))?.unwrap_or_default());
+        details.extend(c.template(&format!("{f}details."), k, Some(v))?.map(|t| (k.clone(), t)));
     }
     let lang = o.argus.as_ref().and_then(|a| a.language.clone());
     Ok(OpsGenieConfig {
         api_key,
         api_url,
         http: settings(c, &format!("{f}http_config"), name, o.http_config.as_ref())?,
-        message: text(c, f, "message", &o.message)?,
-        description: text(c, f, "description", &o.description)?,
+        message: c.template(f, "message", o.message.as_deref())?,
+        description: c.template(f, "description", o.description.as_deref())?,
         source: text(c, f, "source", &o.source)?,
         details,
         responders,
         tags: list("tags", &o.tags)?,
-        note: text(c, f, "note", &o.note)?,
+        note: c.template(f, "note", o.note.as_deref())?,
         priority,
         entity: text(c, f, "entity", &o.entity)?,
         actions: list("actions", &o.actions)?,
@@ -238,10 +242,22 @@ mod tests {
                 [OpsGenieConfig { api_key: Inline(Secret(***)), api_url: "https://api.eu.opsgenie.com/", http: None, message: None, description: None, source: None, details: {}, responders: [OpsGenieResponder { kind: "team", id: "t1", name: "", username: "" }], tags: [], note: None, priority: None, entity: None, actions: [], update_alerts: false, send_resolved: true, language: En, timeout: 10s }]"#]],
         );
         check(
-            "    pagerduty_configs: [{routing_key: a, description: '{{ .CommonAnnotations.summary }}'}]\n",
+            "    pagerduty_configs: [{routing_key: a, source: '{{ .CommonAnnotations.summary }}'}]\n",
             expect![
-                "/etc/argus/alertd.yml:4: receivers[0].pagerduty_configs[0].description: Go templates are not supported by alertd yet: write plain text, or leave it out for alertd's own"
+                "/etc/argus/alertd.yml:4: receivers[0].pagerduty_configs[0].source: Go templates are not supported by alertd in this field yet: write plain text, or leave it out for alertd's own"
             ],
+        );
+        check(
+            "    pagerduty_configs: [{routing_key: a, description: '{{ .CommonAnnotations.summary }}', details: {n: '{{ len .Alerts }}'}}]\n    opsgenie_configs: [{api_key: k, message: '{{ template \"opsgenie.default.message\" . }}', note: x}]\n",
+            expect![[r#"
+                [PagerDutyConfig { key: Routing(Inline(Secret(***))), url: "https://events.pagerduty.com/v2/enqueue", http: None, client: "Argus alertd", client_url: None, description: Some("{{ .CommonAnnotations.summary }}"), severity: "error", source: None, class: None, component: None, group: None, details: Some({"n": "{{ len .Alerts }}"}), links: [], send_resolved: true, language: En, timeout: 10s }]
+                [OpsGenieConfig { api_key: Inline(Secret(***)), api_url: "https://api.opsgenie.com/", http: None, message: Some("{{ template \"opsgenie.default.message\" . }}"), description: None, source: None, details: {}, responders: [], tags: [], note: Some("x"), priority: None, entity: None, actions: [], update_alerts: false, send_resolved: true, language: En, timeout: 10s }]"#]],
+        );
+        check(
+            "    opsgenie_configs:\n      - api_key: k\n        description: '{{ template \"nope\" . }}'\n",
+            expect![[
+                r#"/etc/argus/alertd.yml:6: receivers[0].opsgenie_configs[0].description: template: :1:1: no such template "nope""#
+            ]],
         );
         check(
             "    pagerduty_configs: [{url: 'https://x/'}]\n",

@@ -267,7 +267,7 @@ pub struct TlsConfig {
     pub server_name: Unsupported,
 }
 
-/// Alertmanager's `slack_configs`, without the Go-template fields.
+/// Alertmanager's `slack_configs`; the attachment's text fields take notification templates.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Slack {
@@ -278,26 +278,27 @@ pub struct Slack {
     pub send_resolved: Option<bool>,
     pub api_url_file: Option<String>,
     pub http_config: Option<HttpConfig>,
-    pub icon_url: Unsupported,
-    pub color: Unsupported,
-    pub title: Unsupported,
-    pub title_link: Unsupported,
-    pub pretext: Unsupported,
-    pub text: Unsupported,
+    pub icon_url: Option<String>,
+    pub color: Option<String>,
+    pub title: Option<String>,
+    pub title_link: Option<String>,
+    pub pretext: Option<String>,
+    pub text: Option<String>,
     pub fields: Unsupported,
     pub short_fields: Unsupported,
-    pub footer: Unsupported,
-    pub fallback: Unsupported,
+    pub footer: Option<String>,
+    pub fallback: Option<String>,
     pub callback_id: Unsupported,
-    pub image_url: Unsupported,
-    pub thumb_url: Unsupported,
+    pub image_url: Option<String>,
+    pub thumb_url: Option<String>,
     pub link_names: Unsupported,
     pub mrkdwn_in: Unsupported,
     pub actions: Unsupported,
     pub argus: Option<ImArgus>,
 }
 
-/// Alertmanager's `email_configs`, without templates.
+/// Alertmanager's `email_configs`; `html`, `text` and the `Subject` header take notification
+/// templates.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Email {
@@ -313,9 +314,9 @@ pub struct Email {
     pub auth_secret: Unsupported,
     pub auth_identity: Unsupported,
     pub tls_config: Unsupported,
-    pub html: Unsupported,
-    pub text: Unsupported,
-    pub headers: Unsupported,
+    pub html: Option<String>,
+    pub text: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
     pub argus: Option<ImArgus>,
 }
 

@@ -200,8 +200,12 @@ fn bad_receivers_name_the_field() {
     );
     check("feishu_configs: [{secret: s}]", expect!["alertd.yml:4: receivers[0].feishu_configs[0].url: missing"]);
     check(
-        "slack_configs: [{api_url: 'https://h/', title: '{{ .Status }}'}]",
-        expect!["alertd.yml:4: receivers[0].slack_configs[0].title: not supported by alertd yet"],
+        "slack_configs: [{api_url: 'https://h/', fields: [{title: x}]}]",
+        expect!["alertd.yml:4: receivers[0].slack_configs[0].fields: not supported by alertd yet"],
+    );
+    check(
+        "slack_configs: [{api_url: 'https://h/', title: '{{ .Status'}]",
+        expect!["alertd.yml:4: receivers[0].slack_configs[0].title: template: :1:1: unclosed action"],
     );
     check(
         "webhook_configs: [{url: 'https://h/', argus: {body_template: '{\"s\": {{ .State }}}'}}]",
@@ -453,4 +457,48 @@ fn every_error_is_named_in_one_run() {
         alertd.yml:15: argus.history_retention: must be greater than 0"#]]
     .assert_eq(&e.to_string());
     assert_eq!((e.line, e.also.len(), e.all().count()), (Some(3), 5, 6));
+}
+
+/// `templates:` globs read from the configuration's directory; errors name the template file and
+/// its line and column, or the receiver field and its line.
+#[test]
+fn template_files_load_and_their_errors_have_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("t")).unwrap();
+    std::fs::write(dir.path().join("t/a.tmpl"), "{{ define \"my.title\" }}[{{ .Status | toUpper }}]{{ end }}\n")
+        .unwrap();
+    std::fs::write(dir.path().join("t/b.txt"), "{{ nope }}").unwrap();
+    let file = dir.path().join("alertd.yml").display().to_string();
+    let yaml = |title: &str| {
+        format!(
+            "route: {{receiver: r}}\nreceivers:\n  - name: r\n    slack_configs:\n      - api_url: 'https://h/'\n        title: '{title}'\n    email_configs:\n      - to: a@x.org\n        from: b@x.org\n        smarthost: 'h:25'\n        headers: {{Subject: '{{{{ template \"email.default.subject\" . }}}}'}}\ntemplates: ['t/*.tmpl', 'none/*.tmpl']\n"
+        )
+    };
+    let cfg = parse(&yaml("{{ template \"my.title\" . }}"), &file).unwrap();
+    let r = &cfg.receivers["r"];
+    assert_eq!(format!("{:?}", r.slack[0].templates.title), "Some(\"{{ template \\\"my.title\\\" . }}\")");
+    assert!(r.email[0].subject.is_some());
+    // A name no file defines: refused at the field's line.
+    let e = parse(&yaml("{{ template \"other\" . }}"), &file).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "".to_string() + &file + ":6: receivers[0].slack_configs[0].title: template: :1:1: no such template \"other\""
+    );
+    // A reload reads the files anew: a file that now fails names itself, its line and column.
+    std::fs::write(dir.path().join("t/c.tmpl"), "{{ define \"x\" }}\n  {{ .Status | nope }}{{ end }}").unwrap();
+    let e = parse(&yaml("x"), &file).unwrap_err();
+    let c = dir.path().join("t/c.tmpl").display().to_string();
+    assert_eq!(e.to_string(), format!("{c}:2: template: {c}:2:16: function \"nope\" not defined"));
+    // A bad glob names the list entry.
+    std::fs::remove_file(dir.path().join("t/c.tmpl")).unwrap();
+    let e = parse(&yaml("x").replace("'none/*.tmpl'", "'t/[a'"), &file).unwrap_err();
+    assert_eq!(e.to_string(), format!("{file}:12: templates[1]: syntax error in pattern \"[a\""));
+    // Email headers other than Subject are refused by name.
+    let e = parse(&yaml("x").replace("{Subject:", "{X-Team: a, Subject:"), &file).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{file}:11: receivers[0].email_configs[0].headers.X-Team: header \"X-Team\" is not supported by alertd yet: only Subject is"
+        )
+    );
 }

@@ -7,9 +7,11 @@ use crate::escalate::EscalationRule;
 use crate::flap::FlapConfig;
 use crate::incident::{CauseRule, CorrelationConfig};
 use crate::inhibit::InhibitRule;
+use crate::receiver::notification::Text;
 use crate::receiver::template::BodyTemplate;
 use crate::receiver::{Receiver, SIGNATURE_HEADER, WebhookConfig};
 use crate::route::{GroupBy, Route, RouteOpts};
+use crate::rules::template::notify::Library;
 use crate::timeinterval::TimeInterval;
 use argus_model::Secret;
 use argus_model::{MatchOp, Matcher};
@@ -20,9 +22,19 @@ use std::time::Duration;
 pub(super) struct Ctx<'a> {
     src: &'a str,
     file: &'a str,
+    /// The notification templates receivers' fields are parsed against.
+    lib: &'a Library,
 }
 
 impl Ctx<'_> {
+    /// A receiver field that takes a notification template (`f` the entry's field prefix): parsed
+    /// against the configuration's templates, so bad syntax or a `{{ template }}` of an undefined
+    /// name is refused at the field's line.
+    pub(super) fn template(&self, f: &str, key: &str, v: Option<&str>) -> Result<Option<Text>, ConfigError> {
+        let Some(s) = v else { return Ok(None) };
+        Text::parse(self.lib, s).map(Some).map_err(|e| self.err(format!("{f}{key}"), &format!("{key}:"), e.to_string()))
+    }
+
     /// An error at `field`, on the line where that field is written (see [`locate`]); `needle` (a key or
     /// a value) is searched for within its section when the field itself is not written.
     pub(super) fn err(&self, field: impl Into<String>, needle: &str, reason: impl Into<String>) -> ConfigError {
@@ -106,8 +118,8 @@ impl Found {
     }
 }
 
-pub(super) fn validate(raw: raw::File, src: &str, file: &str) -> Result<Config, ConfigError> {
-    let c = Ctx { src, file };
+pub(super) fn validate(raw: raw::File, src: &str, file: &str, lib: &Library) -> Result<Config, ConfigError> {
+    let c = Ctx { src, file, lib };
     let mut found = Found::default();
     let global = found.ok(global(&c, &raw));
     // Names are known even of a receiver or interval refused, so a route naming it is not refused too.
@@ -165,7 +177,7 @@ fn global(c: &Ctx, raw: &raw::File) -> Result<(crate::receiver::HttpSettings, Du
             ("webex_api_url", g.webex_api_url.is_some()),
         ],
     )?;
-    unsupported(c, "", &[("tracing", raw.tracing.is_some()), ("templates", !raw.templates.is_empty())])?;
+    unsupported(c, "", &[("tracing", raw.tracing.is_some())])?;
     let http =
         http::settings(c, "global.http_config", "global.http_config", g.http_config.as_ref())?.unwrap_or_default();
     let resolve_timeout =

@@ -5,6 +5,7 @@
 use super::text::{self, Markup};
 use super::{BoxFuture, DeliverError, Integration};
 use crate::notify::Notification;
+use crate::receiver::notification::Renderer;
 use crate::receiver::{EmailConfig, EmailTls};
 use lettre::message::{Mailbox, MultiPart, header};
 use lettre::transport::smtp::authentication::Credentials;
@@ -26,10 +27,18 @@ struct Stored {
 
 impl Integration for Email {
     fn render(&self, n: &Notification) -> Result<Vec<u8>, DeliverError> {
-        let lang = self.cfg.language;
-        let subject = text::title(&n.message, lang);
-        let body = text::body(&n.message, lang, Markup::Markdown);
-        let html = format!("<html><body><h3>{}</h3><pre>{}</pre></body></html>", escape(&subject), escape(&body));
+        let (c, lang) = (&self.cfg, self.cfg.language);
+        let mut r = Renderer::new(&n.message, "email_configs");
+        let subject = r.field("headers.Subject", c.subject.as_ref()).map_err(DeliverError::Render)?;
+        let subject = subject.unwrap_or_else(|| text::title(&n.message, lang));
+        let body = match r.field("text", c.text.as_ref()).map_err(DeliverError::Render)? {
+            Some(t) => t,
+            None => text::body(&n.message, lang, Markup::Markdown),
+        };
+        let html = match r.html_field("html", c.html.as_ref()).map_err(DeliverError::Render)? {
+            Some(h) => h,
+            None => format!("<html><body><h3>{}</h3><pre>{}</pre></body></html>", escape(&subject), escape(&body)),
+        };
         let stored = Stored { subject, text: body, html };
         serde_json::to_vec(&stored).map_err(|e| DeliverError::Render(e.to_string()))
     }

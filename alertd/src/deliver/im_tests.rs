@@ -5,6 +5,7 @@ use super::tests::{Reply, fast_policy, receiver, until};
 use super::*;
 use crate::alert::Status;
 use crate::outbox::tests::notification;
+use crate::receiver::notification::Text;
 use crate::receiver::{Language, Mentions};
 use crate::webhook::{Extras, IncidentInfo};
 use std::path::Path;
@@ -56,9 +57,10 @@ fn integrations(url: &str, secret: Option<&str>, lang: Language) -> Vec<(&'stati
             "slack",
             Arc::new(slack::Slack {
                 target: target(url),
-                channel: Some("#gpu-alerts".into()),
-                username: Some("alertd".into()),
+                channel: Some(Text::plain("#gpu-alerts")),
+                username: Some(Text::plain("alertd")),
                 icon_emoji: None,
+                templates: Default::default(),
                 language: lang,
             }),
         ),

@@ -3,12 +3,13 @@
 //! open alert's message and description are updated too. The API key goes in the `Authorization`
 //! header when sent, never into the outbox.
 
-use super::pagerduty::{description, key_hash};
+use super::pagerduty::{description as description_of, key_hash};
 use super::text;
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
 use crate::alert::Status;
 use crate::notify::Notification;
 use crate::receiver::OpsGenieConfig;
+use crate::receiver::notification::Renderer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -42,16 +43,20 @@ impl Integration for OpsGenie {
             let path = format!("v2/alerts/{alias}/close?identifierType=alias");
             out.push(Request { method: "POST".into(), path, body: json!({"source": source}) });
         } else {
+            let mut r = Renderer::new(m, "opsgenie_configs");
             let message: String = {
-                let full = c.message.clone().unwrap_or_else(|| text::title(m, c.language));
-                full.chars().take(MAX_MESSAGE).collect()
+                let full = r.field("message", c.message.as_ref()).map_err(DeliverError::Render)?;
+                full.unwrap_or_else(|| text::title(m, c.language)).chars().take(MAX_MESSAGE).collect()
             };
-            let description = c.description.clone().unwrap_or_else(|| description(m, c.language));
+            let description = r.field("description", c.description.as_ref()).map_err(DeliverError::Render)?;
+            let description = description.unwrap_or_else(|| description_of(m, c.language));
             let mut details: serde_json::Map<String, Value> =
                 m.common_labels.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-            for (k, v) in &c.details {
-                details.insert(k.clone(), json!(v));
+            for (k, t) in &c.details {
+                let v = r.field(&format!("details.{k}"), Some(t)).map_err(DeliverError::Render)?;
+                details.insert(k.clone(), json!(v.unwrap_or_default()));
             }
+            let note = r.field("note", c.note.as_ref()).map_err(DeliverError::Render)?;
             let mut create = json!({
                 "alias": alias,
                 "message": message,
@@ -67,7 +72,7 @@ impl Integration for OpsGenie {
                     create[k] = json!(v);
                 }
             }
-            for (k, v) in [("note", &c.note), ("priority", &c.priority), ("entity", &c.entity)] {
+            for (k, v) in [("note", &note), ("priority", &c.priority), ("entity", &c.entity)] {
                 if let Some(v) = v {
                     create[k] = json!(v);
                 }

@@ -6,6 +6,7 @@ use super::text::{self, Markup};
 use super::{BoxFuture, DeliverError, HttpTarget, Integration};
 use crate::alert::Status;
 use crate::notify::Notification;
+use crate::receiver::notification::Renderer;
 use crate::receiver::{PagerDutyConfig, PagerDutyKey, SecretSource};
 use crate::webhook::{Message, MessageAlert};
 use serde_json::{Value, json};
@@ -72,18 +73,31 @@ fn default_details(m: &Message) -> BTreeMap<String, String> {
 }
 
 impl PagerDuty {
-    fn event(&self, m: &Message) -> Value {
+    /// The event for `m`; the error names the field whose template failed.
+    fn event(&self, m: &Message) -> Result<Value, String> {
         let c = &self.cfg;
         let resolved = m.status == Status::Resolved;
-        let summary = cut(&c.description.clone().unwrap_or_else(|| text::title(m, c.language)), MAX_SUMMARY);
-        let details = c.details.clone().unwrap_or_else(|| default_details(m));
-        let client_url = c.client_url.clone().unwrap_or_else(|| m.external_url.clone());
+        let mut r = Renderer::new(m, "pagerduty_configs");
+        let description = r.field("description", c.description.as_ref())?;
+        let summary = cut(&description.unwrap_or_else(|| text::title(m, c.language)), MAX_SUMMARY);
+        let details = match &c.details {
+            None => default_details(m),
+            Some(d) => {
+                let mut out = BTreeMap::new();
+                for (k, t) in d {
+                    out.insert(k.clone(), r.field(&format!("details.{k}"), Some(t))?.unwrap_or_default());
+                }
+                out
+            }
+        };
+        let client = r.field("client", Some(&c.client))?.unwrap_or_default();
+        let client_url = r.field("client_url", c.client_url.as_ref())?.unwrap_or_else(|| m.external_url.clone());
         let dedup = key_hash(&m.group_key);
         match c.key {
             PagerDutyKey::Routing(_) => {
                 let mut payload = json!({
                     "summary": summary,
-                    "source": c.source.clone().unwrap_or_else(|| c.client.clone()),
+                    "source": c.source.clone().unwrap_or_else(|| client.clone()),
                     "severity": c.severity,
                     "custom_details": details,
                 });
@@ -94,14 +108,14 @@ impl PagerDuty {
                 }
                 let links: Vec<Value> =
                     c.links.iter().map(|(href, text)| json!({"href": href, "text": text})).collect();
-                json!({
+                Ok(json!({
                     "event_action": if resolved { "resolve" } else { "trigger" },
                     "dedup_key": dedup,
                     "payload": payload,
-                    "client": c.client,
+                    "client": client,
                     "client_url": client_url,
                     "links": links,
-                })
+                }))
             }
             PagerDutyKey::Service(_) => {
                 let mut v = json!({
@@ -111,10 +125,10 @@ impl PagerDuty {
                     "details": details,
                 });
                 if !resolved {
-                    v["client"] = json!(c.client);
+                    v["client"] = json!(client);
                     v["client_url"] = json!(client_url);
                 }
-                v
+                Ok(v)
             }
         }
     }
@@ -129,7 +143,7 @@ impl PagerDuty {
 
 impl Integration for PagerDuty {
     fn render(&self, n: &Notification) -> Result<Vec<u8>, DeliverError> {
-        let mut event = self.event(&n.message);
+        let mut event = self.event(&n.message).map_err(DeliverError::Render)?;
         let encoded = |e: &Value| serde_json::to_vec(e).map_err(|e| DeliverError::Render(e.to_string()));
         let mut body = encoded(&event)?;
         if body.len() > MAX_EVENT {

@@ -6,7 +6,7 @@ use super::*;
 use crate::alert::Status;
 use crate::config::parse;
 use crate::outbox::tests::notification;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const GROUP: &str = "{}/{team=\"gpu\"}:{host=\"gpu-node-07\"}";
 
@@ -150,4 +150,50 @@ async fn paging_services_retry_as_alertmanager() {
     .map(DeliverError::is_retryable)
     .collect();
     assert_eq!(errors, [true, true, false], "429 and 5xx are retried, 400 is not");
+}
+
+/// Templated fields render over Alertmanager's data; unset ones keep alertd's own; a template that
+/// fails while rendering is a permanent render error naming the receiver and the field.
+#[test]
+fn templated_fields_render_and_failures_are_not_retried() {
+    let its = integrations(concat!(
+        "    pagerduty_configs:\n      - routing_key: R\n        description: '{{ template \"pagerduty.default.description\" . }}'\n",
+        "        client: '{{ template \"pagerduty.default.client\" . }}'\n        details: {n: '{{ .Alerts.Firing | len }}', s: '{{ .CommonLabels.alertname | toLower }}'}\n",
+        "    opsgenie_configs:\n      - api_key: K\n        message: '{{ .CommonLabels.alertname }} on {{ .GroupLabels.host }}'\n",
+        "        note: '{{ range .Alerts }}{{ .Annotations.summary }}{{ end }}'\n        details: {team: '{{ .GroupLabels.SortedPairs.Names | join \",\" }}'}\n",
+        "    slack_configs:\n      - api_url: 'http://s/'\n        username: '{{ template \"slack.default.username\" . }}'\n        channel: '#{{ .GroupLabels.host }}'\n        title: '{{ template \"slack.default.title\" . }}'\n        footer: '{{ .ExternalURL }}'\n        pretext: '{{ if false }}x{{ end }}'\n",
+        "      - api_url: 'http://s/'\n        text: '{{ index .Alerts 3 }}'\n",
+        "    email_configs:\n      - to: a@x.org\n        from: b@x.org\n        smarthost: 'h:25'\n        headers: {Subject: '{{ template \"email.default.subject\" . }}'}\n        html: '{{ template \"email.default.html\" . }}'\n",
+    ));
+    let render = |name: &str| its[name].render(&firing(name));
+    let pd = json(&render("pager/pagerduty/0").unwrap());
+    assert_eq!(pd["payload"]["summary"], "[FIRING:1] gpu-node-07 (GpuXid)");
+    assert_eq!(pd["client"], "Alertmanager");
+    assert_eq!(pd["payload"]["custom_details"], serde_json::json!({"n": "1", "s": "gpuxid"}));
+    assert_eq!(pd["client_url"], "http://alertd.example:9700", "unset: alertd's own");
+    let og = json(&render("pager/opsgenie/0").unwrap());
+    let create = &og[0]["body"];
+    assert_eq!(create["message"], "GpuXid on gpu-node-07");
+    assert_eq!(create["note"], "Xid 79 on GPU 3");
+    assert_eq!(create["details"]["team"], "host");
+    assert_eq!(create["details"]["alertname"], "GpuXid", "over the common labels");
+    let slack = json(&render("pager/slack/0").unwrap());
+    let a = &slack["attachments"][0];
+    assert_eq!(a["title"], "[FIRING:1] gpu-node-07 (GpuXid)");
+    assert_eq!((&slack["username"], &slack["channel"]), (&json!("Alertmanager"), &json!("#gpu-node-07")));
+    assert_eq!(a["footer"], "http://alertd.example:9700");
+    assert!(a.get("pretext").is_none(), "an empty field is left out: {a}");
+    assert_eq!(a["color"], "danger", "unset: alertd's own");
+    assert!(a["text"].as_str().unwrap().contains("Xid 79 on GPU 3"), "unset: alertd's own");
+    let email = json(&render("pager/email/0").unwrap());
+    assert_eq!(email["subject"], "[FIRING:1] gpu-node-07 (GpuXid)");
+    assert!(email["html"].as_str().unwrap().contains("<title>[FIRING:1] gpu-node-07 (GpuXid)</title>"));
+    match render("pager/slack/1") {
+        Err(e @ DeliverError::Render(_)) => {
+            assert!(!e.is_retryable());
+            let msg = e.to_string();
+            assert!(msg.contains("receiver \"team\" slack_configs.text: template: :1:3: executing \"\" at <index .Alerts 3>: error calling index: index out of range: 3"), "{msg}");
+        }
+        other => panic!("{:?}", other.map(|b| String::from_utf8_lossy(&b).into_owned())),
+    }
 }

@@ -13,6 +13,10 @@
 //! plain `fn` pointers, so `query` could not reach the rule's store and evaluation time, its
 //! numbers do not print as Go's, and it has had no release since 2021.
 //!
+//! The same engine runs Alertmanager's notification templates ([`notify`]): `define`, `template`
+//! and `block`, Alertmanager's data (`.Alerts.Firing`, `.CommonLabels.SortedPairs`, …) and its
+//! functions instead of Prometheus'.
+//!
 //! For callers outside rule evaluation (rule unit tests): [`Template::parse`] once, then
 //! [`Template::expand`] with a [`Data`] and a [`QueryFn`] (a closure works; [`NoQuery`] when no
 //! store is at hand), or [`expand_for_alert`] for Prometheus' output, errors included.
@@ -20,7 +24,9 @@
 mod exec;
 mod fmt;
 mod funcs;
+mod gotime;
 mod lex;
+pub mod notify;
 mod parse;
 mod value;
 
@@ -44,6 +50,14 @@ pub enum TemplateError {
         "error executing template {name}: template: {name}:{line}:{col}: executing \"{name}\" at <{context}>: {reason}"
     )]
     Exec { name: String, line: usize, col: usize, context: String, reason: String },
+    /// Bad syntax in a notification template file or text (`file` empty for a receiver's field),
+    /// or a `{{template}}` of a name nothing defines.
+    #[error("template: {file}:{line}:{col}: {reason}")]
+    ParseIn { file: String, line: usize, col: usize, reason: String },
+    /// A notification template that failed while running, worded as Go's text/template words it
+    /// (`name` the template it failed in, "" for the field's own text).
+    #[error("template: {file}:{line}:{col}: executing {name:?} at <{context}>: {reason}")]
+    Render { file: String, name: String, line: usize, col: usize, context: String, reason: String },
 }
 
 /// What `query` runs on: an instant PromQL query at the rule's evaluation time, answering the
@@ -137,10 +151,12 @@ pub struct Template {
 
 impl Template {
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
-        let nodes = parse::parse(text, &PREDECLARED).map_err(|(pos, reason)| {
-            let (line, col) = line_col(text, pos);
-            TemplateError::Parse { line, col: col + 1, reason }
-        })?;
+        let nodes = parse::parse(text, &PREDECLARED, funcs::Dialect::Rules)
+            .map_err(|(pos, reason)| {
+                let (line, col) = line_col(text, pos);
+                TemplateError::Parse { line, col: col + 1, reason }
+            })?
+            .nodes;
         Ok(Template { text: text.to_string(), nodes })
     }
 
@@ -213,10 +229,15 @@ fn line_col(text: &str, pos: usize) -> (usize, usize) {
     (line, col)
 }
 
+fn pipe_queries(p: &Pipe) -> bool {
+    p.cmds.iter().flat_map(|c| &c.args).any(arg_queries)
+}
+
 fn node_queries(n: &Node) -> bool {
-    let pipe = |p: &Pipe| p.cmds.iter().flat_map(|c| &c.args).any(arg_queries);
+    let pipe = pipe_queries;
     match n {
         Node::Text(_) | Node::Break | Node::Continue => false,
+        Node::Template { pipe, .. } => pipe.as_ref().is_some_and(pipe_queries),
         Node::Action(p) => pipe(p),
         Node::If { pipe: p, then: a, els: b }
         | Node::Range { pipe: p, body: a, els: b }

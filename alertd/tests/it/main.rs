@@ -10,5 +10,6 @@ mod replay;
 mod scheduler_capacity;
 mod secrets;
 mod suppressed;
+mod templates;
 mod timeline;
 mod tls;

@@ -1,5 +1,7 @@
-//! The functions a rule template can call: Go text/template's built-ins (`and`, `or` run in
-//! `exec`) and Prometheus' template functions (prometheus/template/template.go, 2.42), with
+//! The functions a template can call: Go text/template's built-ins (`and`, `or` run in `exec`),
+//! and for rule templates Prometheus' template functions (prometheus/template/template.go, 2.42),
+//! for notification templates Alertmanager's (alertmanager/template/template.go, 0.25:
+//! `toUpper`, `toLower`, `title`, `join`, `match`, `safeHtml`, `reReplaceAll`, `stringSlice`), with
 //! their argument rules and error messages.
 
 use super::QueryFn;
@@ -7,6 +9,25 @@ use super::fmt::{fmt_g, go_quote, sprintf};
 use super::value::{Sample, Value};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+
+/// Which function set a template sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Prometheus' alerting rule templates.
+    Rules,
+    /// Alertmanager's notification templates.
+    Notify,
+}
+
+/// Go text/template's built-ins, in both dialects.
+const BUILTINS: &[&str] = &[
+    "and", "or", "not", "len", "index", "print", "printf", "println", "eq", "ne", "lt", "le", "gt", "ge", "html", "js",
+    "urlquery",
+];
+
+/// Alertmanager 0.25's `DefaultFuncs`.
+const ALERTMANAGER: &[&str] =
+    &["toUpper", "toLower", "title", "join", "match", "safeHtml", "reReplaceAll", "stringSlice"];
 
 const NAMES: &[&str] = &[
     // text/template
@@ -56,13 +77,22 @@ const NAMES: &[&str] = &[
     "parseDuration",
 ];
 
-/// Whether a template may call `name`.
-pub fn defined(name: &str) -> bool {
-    NAMES.contains(&name)
+/// Whether a template of `dialect` may call `name`.
+pub fn defined(dialect: Dialect, name: &str) -> bool {
+    match dialect {
+        Dialect::Rules => NAMES.contains(&name),
+        Dialect::Notify => BUILTINS.contains(&name) || ALERTMANAGER.contains(&name),
+    }
 }
 
 /// Calls `name` (never `and`/`or`) with its evaluated arguments. Errors read as Go's.
-pub fn call(name: &str, args: Vec<Value>, query: &mut dyn QueryFn, external_url: &str) -> Result<Value, String> {
+pub fn call(
+    dialect: Dialect,
+    name: &str,
+    args: Vec<Value>,
+    query: &mut dyn QueryFn,
+    external_url: &str,
+) -> Result<Value, String> {
     let calling = |e: String| format!("error calling {name}: {e}");
     let want = |n: usize| -> Result<(), String> {
         if args.len() == n {
@@ -76,6 +106,23 @@ pub fn call(name: &str, args: Vec<Value>, query: &mut dyn QueryFn, external_url:
             want(1)?;
             Value::Bool(!args[0].truth())
         }
+        "title" if dialect == Dialect::Notify => {
+            want(1)?;
+            Value::Str(cases_title(&string(&args[0])?))
+        }
+        "join" => {
+            want(2)?;
+            let sep = string(&args[0])?;
+            match &args[1] {
+                Value::Strings(v) => Value::Str(v.join(&sep)),
+                Value::Nil => Value::Str(String::new()),
+                v => return Err(format!("wrong type for value; expected []string; got {}", v.type_name())),
+            }
+        }
+        "stringSlice" => {
+            let strings = args.iter().map(string).collect::<Result<Vec<_>, _>>()?;
+            Value::Strings(Rc::new(strings))
+        }
         "len" => {
             want(1)?;
             Value::Int(match &args[0] {
@@ -83,6 +130,10 @@ pub fn call(name: &str, args: Vec<Value>, query: &mut dyn QueryFn, external_url:
                 Value::Labels(m) => m.len(),
                 Value::Map(m) => m.len(),
                 Value::Samples(s) => s.len(),
+                Value::Kv(m) => m.len(),
+                Value::Alerts(a, _) => a.len(),
+                Value::Pairs(p) => p.len(),
+                Value::Strings(s) => s.len(),
                 v => return Err(calling(format!("len of type {}", v.type_name()))),
             } as i64)
         }
@@ -360,7 +411,19 @@ fn index(args: &[Value]) -> Result<Value, String> {
     let mut v = first.clone();
     for k in keys {
         v = match (&v, k) {
-            (Value::Labels(m), Value::Str(k)) => Value::Str(m.get(k).cloned().unwrap_or_default()),
+            (Value::Labels(m) | Value::Kv(m), Value::Str(k)) => Value::Str(m.get(k).cloned().unwrap_or_default()),
+            (Value::Strings(s), Value::Int(i)) => match usize::try_from(*i).ok().and_then(|i| s.get(i)) {
+                Some(x) => Value::Str(x.clone()),
+                None => return Err(format!("index out of range: {i}")),
+            },
+            (Value::Alerts(s, _), Value::Int(i)) => match usize::try_from(*i).ok().and_then(|i| s.get(i)) {
+                Some(x) => Value::Alert(x.clone()),
+                None => return Err(format!("index out of range: {i}")),
+            },
+            (Value::Pairs(s), Value::Int(i)) => match usize::try_from(*i).ok().and_then(|i| s.get(i)) {
+                Some(x) => Value::Pair(Rc::new(x.clone())),
+                None => return Err(format!("index out of range: {i}")),
+            },
             (Value::Map(m), Value::Str(k)) => m.get(k).cloned().unwrap_or(Value::Nil),
             (Value::Samples(s), Value::Int(i)) => match usize::try_from(*i).ok().and_then(|i| s.get(i)) {
                 Some(x) => Value::Sample(x.clone()),
@@ -445,6 +508,35 @@ fn less(a: &Value, b: &Value) -> Result<bool, String> {
     }
 }
 
+/// `cases.Title(language.AmericanEnglish)`, Alertmanager's `title`: each word's first letter in
+/// upper case and the rest in lower case. Words are runs of letters, digits, `_` and apostrophes,
+/// also joined across a `.` or `:` between letters (Unicode's word boundaries, as far as label
+/// values need them).
+fn cases_title(s: &str) -> String {
+    let cs: Vec<char> = s.chars().collect();
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '\'' || c == '\u{2019}';
+    let mut out = String::with_capacity(s.len());
+    let mut in_word = false;
+    for (i, &c) in cs.iter().enumerate() {
+        let joiner = matches!(c, '.' | ':')
+            && i > 0
+            && cs[i - 1].is_alphabetic()
+            && cs.get(i + 1).is_some_and(|n| n.is_alphabetic());
+        if word(c) {
+            if in_word {
+                out.extend(c.to_lowercase());
+            } else {
+                out.extend(c.to_uppercase());
+            }
+            in_word = true;
+        } else {
+            out.push(c);
+            in_word = joiner && in_word;
+        }
+    }
+    out
+}
+
 /// Go's `strings.Title`: the first letter of each word in upper case; words are separated by
 /// white space and ASCII punctuation other than `_`.
 fn title(s: &str) -> String {
@@ -506,6 +598,11 @@ pub fn query_escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// html/template's escaper of text in HTML: Go's `htmlEscaper`, which also escapes `+`.
+pub fn html_text_escape(s: &str) -> String {
+    html_escape(s).replace('+', "&#43;")
 }
 
 /// Go's `template.HTMLEscapeString`.

@@ -1,21 +1,46 @@
 //! Go text/template's parser: text, actions, `if`/`else if`/`else`, `range` (with `break` and
 //! `continue`), `with`/`else with`, pipelines with `$variable :=` / `=` declarations, commands
 //! and operands. As in Go, an undefined function or variable is a parse error; fields are checked
-//! when the template runs. `define`, `template` and `block` are refused: a rule's template is one
-//! text, with nothing to include.
+//! when the template runs. `define`, `template` and `block` are for notification templates
+//! ([`Dialect::Notify`]); a rule's template is one text, with nothing to include, and refuses them.
 
-use super::funcs;
+use super::funcs::{self, Dialect};
 use super::lex::{Item, Tok, lex};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
     Text(String),
     Action(Pipe),
-    If { pipe: Pipe, then: Vec<Node>, els: Vec<Node> },
-    Range { pipe: Pipe, body: Vec<Node>, els: Vec<Node> },
-    With { pipe: Pipe, body: Vec<Node>, els: Vec<Node> },
+    If {
+        pipe: Pipe,
+        then: Vec<Node>,
+        els: Vec<Node>,
+    },
+    Range {
+        pipe: Pipe,
+        body: Vec<Node>,
+        els: Vec<Node>,
+    },
+    With {
+        pipe: Pipe,
+        body: Vec<Node>,
+        els: Vec<Node>,
+    },
     Break,
     Continue,
+    /// `{{template "name" pipeline}}` (also what `{{block}}` runs): `pos` is the action's offset.
+    Template {
+        name: String,
+        pipe: Option<Pipe>,
+        pos: usize,
+    },
+}
+
+/// A parsed text: its nodes and the templates it defines (`define`, `block`), in order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Parsed {
+    pub nodes: Vec<Node>,
+    pub defines: Vec<(String, Vec<Node>)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -53,13 +78,21 @@ pub enum Arg {
 /// The byte offset and reason of a parse error.
 pub type ParseError = (usize, String);
 
-pub fn parse(text: &str, predeclared: &[&str]) -> Result<Vec<Node>, ParseError> {
+pub fn parse(text: &str, predeclared: &[&str], dialect: Dialect) -> Result<Parsed, ParseError> {
     let items = lex(text)?;
-    let mut p =
-        Parser { items, at: 0, eof: text.len(), vars: predeclared.iter().map(|v| v.to_string()).collect(), ranges: 0 };
+    let mut p = Parser {
+        items,
+        at: 0,
+        eof: text.len(),
+        vars: predeclared.iter().map(|v| v.to_string()).collect(),
+        ranges: 0,
+        dialect,
+        depth: 0,
+        defines: Vec::new(),
+    };
     let (nodes, stop) = p.list()?;
     match stop {
-        Stop::Eof => Ok(nodes),
+        Stop::Eof => Ok(Parsed { nodes, defines: p.defines }),
         Stop::End(pos) => Err((pos, "unexpected {{end}}".into())),
         Stop::Else(pos) | Stop::ElseChain(pos, _) => Err((pos, "unexpected {{else}}".into())),
     }
@@ -80,6 +113,10 @@ struct Parser {
     eof: usize,
     vars: Vec<String>,
     ranges: usize,
+    dialect: Dialect,
+    /// How deep in `if`/`range`/`with`/`block` the parser is: `define` is only allowed at the top.
+    depth: usize,
+    defines: Vec<(String, Vec<Node>)>,
 }
 
 impl Parser {
@@ -146,8 +183,36 @@ impl Parser {
                             self.expect_close(k)?;
                             nodes.push(if k == "break" { Node::Break } else { Node::Continue });
                         }
-                        Some(k @ ("define" | "template" | "block")) => {
+                        Some(k @ ("define" | "template" | "block")) if self.dialect == Dialect::Rules => {
                             return Err((item.pos, format!("{{{{{k}}}}} is not supported in rule templates")));
+                        }
+                        Some("define") => {
+                            self.at += 1;
+                            if self.depth > 0 {
+                                return Err((item.pos, "unexpected <define> in command".into()));
+                            }
+                            let name = self.template_name("define clause")?;
+                            self.expect_close("define clause")?;
+                            let body = self.body("define")?;
+                            self.defines.push((name, body));
+                        }
+                        Some(k @ ("template" | "block")) => {
+                            self.at += 1;
+                            let name = self.template_name(&format!("{k} clause"))?;
+                            let pipe = if matches!(self.peek(), Some(Item { tok: Tok::Close, .. })) {
+                                self.at += 1;
+                                None
+                            } else {
+                                let mark = self.vars.len();
+                                let p = self.pipeline(k, false)?;
+                                self.vars.truncate(mark);
+                                Some(p)
+                            };
+                            if k == "block" {
+                                let body = self.body("block")?;
+                                self.defines.push((name.clone(), body));
+                            }
+                            nodes.push(Node::Template { name, pipe, pos: item.pos });
                         }
                         _ => {
                             let pipe = self.pipeline("command", false)?;
@@ -161,8 +226,41 @@ impl Parser {
         Ok((nodes, Stop::Eof))
     }
 
+    /// A template name: a string constant.
+    fn template_name(&mut self, context: &str) -> Result<String, ParseError> {
+        match self.next() {
+            Some(Item { tok: Tok::Str(s), .. }) => Ok(s),
+            Some(i) => Err((i.pos, format!("unexpected {:?} in {context}", i.src))),
+            None => Err((self.end_pos(), format!("unexpected EOF in {context}"))),
+        }
+    }
+
+    /// The body of a `define` or `block`, up to and including its `{{end}}`: a template of its own,
+    /// where only `$` is defined.
+    fn body(&mut self, kind: &str) -> Result<Vec<Node>, ParseError> {
+        let vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
+        let ranges = std::mem::take(&mut self.ranges);
+        self.depth += 1;
+        let (body, stop) = self.list()?;
+        self.depth -= 1;
+        self.vars = vars;
+        self.ranges = ranges;
+        match stop {
+            Stop::End(_) => Ok(body),
+            Stop::Eof => Err((self.end_pos(), format!("unexpected EOF in {kind}"))),
+            Stop::Else(p) | Stop::ElseChain(p, _) => Err((p, "unexpected {{else}}".into())),
+        }
+    }
+
     /// `if`, `range` or `with` after its keyword, up to and including its `{{end}}`.
     fn control(&mut self, kind: &str) -> Result<Node, ParseError> {
+        self.depth += 1;
+        let node = self.control_body(kind);
+        self.depth -= 1;
+        node
+    }
+
+    fn control_body(&mut self, kind: &str) -> Result<Node, ParseError> {
         let mark = self.vars.len();
         let pipe = self.pipeline(kind, kind == "range")?;
         if kind == "range" {
@@ -287,7 +385,7 @@ impl Parser {
                 "true" => Arg::Bool(true),
                 "false" => Arg::Bool(false),
                 "nil" => Arg::Nil,
-                n if funcs::defined(n) => Arg::Func(name),
+                n if funcs::defined(self.dialect, n) => Arg::Func(name),
                 _ => return Err((item.pos, format!("function {name:?} not defined"))),
             },
             Tok::Dot => Arg::Field(Vec::new()),

@@ -40,6 +40,49 @@ pub enum Value {
     /// A `*time.Time` (from `toTime`), in Unix milliseconds, UTC.
     Time(i64),
     Root(Rc<Root>),
+    // Alertmanager's notification data (template.Data and what hangs off it).
+    /// `*template.Data`, a notification template's dot.
+    Data(Rc<NotifyData>),
+    /// `template.Alerts` (with the `Firing`/`Resolved` methods) when `.1`, else `[]template.Alert`.
+    Alerts(Rc<Vec<Rc<AlertData>>>, bool),
+    Alert(Rc<AlertData>),
+    /// `template.KV`: a label set with the `SortedPairs`, `Names`, `Values` and `Remove` methods.
+    Kv(Rc<BTreeMap<String, String>>),
+    /// `template.Pairs`, sorted as `SortedPairs` sorts them.
+    Pairs(Rc<Vec<(String, String)>>),
+    Pair(Rc<(String, String)>),
+    /// `[]string`.
+    Strings(Rc<Vec<String>>),
+}
+
+/// Alertmanager's `template.Data`: what notification templates run on.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NotifyData {
+    pub receiver: String,
+    pub status: String,
+    pub alerts: Rc<Vec<Rc<AlertData>>>,
+    pub group_labels: Rc<BTreeMap<String, String>>,
+    pub common_labels: Rc<BTreeMap<String, String>>,
+    pub common_annotations: Rc<BTreeMap<String, String>>,
+    pub external_url: String,
+}
+
+/// Alertmanager's `template.Alert`; times in Unix milliseconds, UTC.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AlertData {
+    pub status: String,
+    pub labels: Rc<BTreeMap<String, String>>,
+    pub annotations: Rc<BTreeMap<String, String>>,
+    pub starts_at: i64,
+    pub ends_at: i64,
+    pub generator_url: String,
+    pub fingerprint: String,
+}
+
+/// `KV.SortedPairs`: `alertname` first, then the other names in order.
+pub fn sorted_pairs(kv: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let first = kv.get_key_value("alertname").map(|(k, v)| (k.clone(), v.clone()));
+    first.into_iter().chain(kv.iter().filter(|(k, _)| *k != "alertname").map(|(k, v)| (k.clone(), v.clone()))).collect()
 }
 
 impl Value {
@@ -59,6 +102,14 @@ impl Value {
             Value::Root(_) => {
                 "struct { Labels map[string]string; ExternalLabels map[string]string; ExternalURL string; Value interface {} }"
             }
+            Value::Data(_) => "*template.Data",
+            Value::Alerts(_, true) => "template.Alerts",
+            Value::Alerts(_, false) => "[]template.Alert",
+            Value::Alert(_) => "template.Alert",
+            Value::Kv(_) => "template.KV",
+            Value::Pairs(_) => "template.Pairs",
+            Value::Pair(_) => "template.Pair",
+            Value::Strings(_) => "[]string",
         }
     }
 
@@ -73,7 +124,13 @@ impl Value {
             Value::Labels(m) => !m.is_empty(),
             Value::Map(m) => !m.is_empty(),
             Value::Samples(s) => !s.is_empty(),
-            Value::Sample(_) | Value::Time(_) | Value::Root(_) => true,
+            Value::Kv(m) => !m.is_empty(),
+            Value::Alerts(a, _) => !a.is_empty(),
+            Value::Pairs(p) => !p.is_empty(),
+            Value::Strings(s) => !s.is_empty(),
+            Value::Sample(_) | Value::Time(_) | Value::Root(_) | Value::Data(_) | Value::Alert(_) | Value::Pair(_) => {
+                true
+            }
         }
     }
 
@@ -95,7 +152,7 @@ impl Value {
             Value::Int(i) => i.to_string(),
             Value::Float(f) => format_value(*f),
             Value::Str(s) => s.clone(),
-            Value::Labels(m) => {
+            Value::Labels(m) | Value::Kv(m) => {
                 let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k}:{v}")).collect();
                 format!("map[{}]", parts.join(" "))
             }
@@ -118,6 +175,36 @@ impl Value {
                 r.external_url,
                 format_value(r.value)
             ),
+            Value::Data(d) => format!(
+                "{{{} {} {} {} {} {} {}}}",
+                d.receiver,
+                d.status,
+                Value::Alerts(d.alerts.clone(), true).go_string(),
+                Value::Kv(d.group_labels.clone()).go_string(),
+                Value::Kv(d.common_labels.clone()).go_string(),
+                Value::Kv(d.common_annotations.clone()).go_string(),
+                d.external_url
+            ),
+            Value::Alerts(v, _) => {
+                let parts: Vec<String> = v.iter().map(|a| Value::Alert(a.clone()).go_string()).collect();
+                format!("[{}]", parts.join(" "))
+            }
+            Value::Alert(a) => format!(
+                "{{{} {} {} {} {} {} {}}}",
+                a.status,
+                Value::Kv(a.labels.clone()).go_string(),
+                Value::Kv(a.annotations.clone()).go_string(),
+                go_time(a.starts_at),
+                go_time(a.ends_at),
+                a.generator_url,
+                a.fingerprint
+            ),
+            Value::Pairs(p) => {
+                let parts: Vec<String> = p.iter().map(|(n, v)| format!("{{{n} {v}}}")).collect();
+                format!("[{}]", parts.join(" "))
+            }
+            Value::Pair(p) => format!("{{{} {}}}", p.0, p.1),
+            Value::Strings(s) => format!("[{}]", s.join(" ")),
         }
     }
 }
