@@ -299,19 +299,21 @@ impl Wakers {
 
 impl Notifier for OutboxNotifier {
     fn notify(&self, n: Notification) -> Result<(), NotifyError> {
-        let failed = |reason: String| NotifyError::Delivery { receiver: n.receiver.clone(), reason };
+        // A render error or an integration no longer configured is permanent; the outbox's own errors
+        // keep its verdict (a busy database is retried).
+        let failed = |e: DeliverError| NotifyError::integration(&n.receiver, e);
         let target = self.target();
         let integration = target
             .integrations
             .get(&n.integration)
-            .ok_or_else(|| failed(DeliverError::Unknown(n.integration.clone()).to_string()))?;
-        let body = integration.render(&n).map_err(|e| failed(e.to_string()))?;
+            .ok_or_else(|| failed(DeliverError::Unknown(n.integration.clone())))?;
+        let body = integration.render(&n).map_err(failed)?;
         let key = outbox::idempotency_key(&n);
-        let message = serde_json::to_string(&n.message).map_err(|e| failed(e.to_string()))?;
+        let message = serde_json::to_string(&n.message).map_err(|e| failed(DeliverError::Render(e.to_string())))?;
         let added = self
             .outbox
             .enqueue(&key, &n.receiver, &n.integration, &body, &message, now_millis())
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| failed(e.into()))?;
         if !added {
             tracing::debug!(receiver = %n.receiver, integration = %n.integration, key, "Notification already in the outbox");
         }

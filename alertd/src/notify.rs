@@ -88,9 +88,6 @@ pub enum NotifyError {
     /// The delivery side stopped taking notifications (alertd is shutting down).
     #[error("receiver {receiver}: delivery channel closed")]
     ChannelClosed { receiver: String },
-    /// A failure known only by its text; taken as retryable, as nothing says otherwise.
-    #[error("receiver {receiver}: {reason}")]
-    Delivery { receiver: String, reason: String },
 }
 
 impl NotifyError {
@@ -103,7 +100,7 @@ impl NotifyError {
     pub fn is_retryable(&self) -> bool {
         match self {
             NotifyError::Integration { error, .. } => error.is_retryable(),
-            NotifyError::ChannelClosed { .. } | NotifyError::Delivery { .. } => true,
+            NotifyError::ChannelClosed { .. } => true,
         }
     }
 }

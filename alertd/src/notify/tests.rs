@@ -23,7 +23,6 @@ fn an_integration_error_is_retryable_as_its_delivery_error() {
         NotifyError::integration("team", DeliverError::Render("template: no such field".into())),
         NotifyError::integration("team", DeliverError::Unknown("team/webhook/3".into())),
         NotifyError::ChannelClosed { receiver: "team".into() },
-        NotifyError::Delivery { receiver: "team".into(), reason: "outbox busy".into() },
     ];
     let got: Vec<String> = rows.iter().map(|e| format!("{}: {e}", e.is_retryable())).collect();
     expect![[r#"
@@ -33,8 +32,7 @@ fn an_integration_error_is_retryable_as_its_delivery_error() {
         true: receiver team: request timed out
         false: receiver team: cannot render the message: template: no such field
         false: receiver team: integration team/webhook/3 is no longer configured
-        true: receiver team: delivery channel closed
-        true: receiver team: outbox busy"#]]
+        true: receiver team: delivery channel closed"#]]
     .assert_eq(&got.join("\n"));
 }
 
