@@ -644,7 +644,10 @@ fn serve_with_a_remote_backend_opens_no_store() {
     ));
     assert_eq!(srv.get("/-/ready").status, 200);
     assert_eq!(srv.get("/metrics").status, 200);
-    assert_eq!(srv.get("/api/v1/query?query=up").status, 404, "no embedded engine answers queries");
+    // No embedded engine answers queries: they pass through to the remote store, closed here.
+    let r = srv.get("/api/v1/query?query=up");
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert!(r.body.contains("the remote store") && !r.body.contains("very-secret"), "{}", r.body);
     assert_eq!(srv.get("/api/v2/alerts").status, 200, "alertd runs on the remote store");
     let mut entries: Vec<String> = std::fs::read_dir(srv.data_dir())
         .expect("data dir")
