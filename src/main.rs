@@ -8,6 +8,7 @@ mod config;
 mod demo;
 mod eval;
 mod malloc;
+mod migrate;
 mod openapi;
 mod roles;
 mod ruletest;
@@ -36,8 +37,17 @@ enum Cmd {
     Collect(collect::Args),
     /// Validate configuration files; exits 1 with file:line:column and the reason.
     CheckConfig {
-        #[arg(required = true)]
+        /// The files to validate; with --from-alertmanager, the Prometheus rule files to check with it.
+        #[arg(required_unless_present = "from_alertmanager")]
         files: Vec<PathBuf>,
+        /// Read this Alertmanager 0.25 file and the rule files as Alertmanager and Prometheus 2.42 do,
+        /// and list where alertd refuses them or behaves differently, by file:line:column. Exits 1
+        /// when something would be refused, 2 when a file cannot be read.
+        #[arg(long, value_name = "ALERTMANAGER_YML")]
+        from_alertmanager: Option<PathBuf>,
+        /// With --from-alertmanager: the report as JSON.
+        #[arg(long, requires = "from_alertmanager")]
+        json: bool,
     },
     /// alertd, the notification pipeline: `replay` runs it in virtual time.
     Alertd {
@@ -74,7 +84,10 @@ fn main() -> Result<()> {
         Cmd::Simulate(args) => simulate::run(args),
         Cmd::Token { cmd } => token::run(cmd),
         Cmd::Test { cmd } => ruletest::run(cmd),
-        Cmd::CheckConfig { files } => {
+        Cmd::CheckConfig { files, from_alertmanager: Some(am), json } => {
+            std::process::exit(migrate::run(&am, &files, json))
+        }
+        Cmd::CheckConfig { files, .. } => {
             let mut bad = false;
             for f in &files {
                 let alertd_yaml = f.extension().is_some_and(|e| e == "yml" || e == "yaml");

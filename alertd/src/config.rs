@@ -16,6 +16,7 @@ mod templates;
 mod validate;
 
 pub(crate) use locate::line as locate;
+pub use locate::Positions;
 
 use crate::flap::FlapConfig;
 use crate::incident::CorrelationConfig;

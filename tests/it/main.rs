@@ -10,6 +10,7 @@ mod alertd_reload;
 mod alertd_rules;
 mod auth;
 mod backup_restore;
+mod check_config_migration;
 mod clock_skew;
 mod collect_once;
 mod collector_outage;

@@ -40,6 +40,45 @@ pub(crate) fn search<'a>(lines: impl Iterator<Item = &'a str> + Clone, needle: &
     starts.or_else(|| lines.clone().position(|l| l.contains(needle)))
 }
 
+/// Where each key and list item of a YAML document is written, for reports that point at a field
+/// by line and column (`argus check-config --from-alertmanager`). Paths are spelt as validation
+/// spells fields: `receivers[1].slack_configs[0].title`.
+pub struct Positions {
+    index: Index,
+}
+
+impl Positions {
+    /// The index of the first document of `src`; what follows a syntax error is not indexed.
+    pub fn of(src: &str) -> Positions {
+        Positions { index: Index::of(src) }
+    }
+
+    /// The 1-based line and column of the key at `path` (of the item, for a list item).
+    pub fn key(&self, path: &str) -> Option<(usize, usize)> {
+        self.index.keys.get(path).copied()
+    }
+
+    /// The 1-based line and column where the value at `path` starts.
+    pub fn value(&self, path: &str) -> Option<(usize, usize)> {
+        self.index.values.get(path).copied()
+    }
+
+    /// The first and last line of the node at `path`.
+    pub fn lines(&self, path: &str) -> Option<(usize, usize)> {
+        self.index.nodes.get(path).copied()
+    }
+
+    /// The key at `path`, else at the nearest enclosing node that is written.
+    pub fn nearest(&self, mut path: &str) -> Option<(usize, usize)> {
+        loop {
+            if let Some(p) = self.key(path) {
+                return Some(p);
+            }
+            path = parent(path)?;
+        }
+    }
+}
+
 /// `a.b[2].c` → `a.b[2]` → `a.b` → `a` → none.
 fn parent(path: &str) -> Option<&str> {
     let cut = path.rfind(['.', '['])?;
@@ -50,13 +89,17 @@ fn parent(path: &str) -> Option<&str> {
 /// line (the key's, or the item's) and last line.
 struct Index {
     nodes: HashMap<String, (usize, usize)>,
+    /// Line and column of each node's key (or list item), and of its value.
+    keys: HashMap<String, (usize, usize)>,
+    values: HashMap<String, (usize, usize)>,
 }
 
 enum Frame {
-    /// A mapping at `path`; `key` holds the entry whose value comes next, with its key's line.
+    /// A mapping at `path`; `key` holds the entry whose value comes next, with its key's line and
+    /// column.
     Map {
         path: String,
-        key: Option<(String, usize)>,
+        key: Option<(String, usize, usize)>,
     },
     Seq {
         path: String,
@@ -66,7 +109,7 @@ enum Frame {
 
 impl Index {
     fn of(src: &str) -> Index {
-        let mut ix = Index { nodes: HashMap::new() };
+        let mut ix = Index { nodes: HashMap::new(), keys: HashMap::new(), values: HashMap::new() };
         let mut stack: Vec<Frame> = Vec::new();
         let mut last_line = 1;
         for item in Parser::new_from_str(src) {
@@ -74,19 +117,20 @@ impl Index {
             // before the error still locates fields.
             let Ok((event, span)) = item else { break };
             let (start, end) = (span.start.line(), span.end.line().max(span.start.line()));
+            let col = span.start.col() + 1;
             match event {
                 Event::DocumentEnd | Event::StreamEnd => break,
                 Event::Scalar(text, ..) => {
                     if let Some(Frame::Map { key: key @ None, .. }) = stack.last_mut() {
-                        *key = Some((text.into_owned(), start));
+                        *key = Some((text.into_owned(), start, col));
                     } else {
-                        let path = ix.begin(&mut stack, start);
+                        let path = ix.begin(&mut stack, start, col);
                         ix.finish(&mut stack, path, end);
                     }
                     last_line = end;
                 }
                 Event::Alias(_) => {
-                    let path = ix.begin(&mut stack, start);
+                    let path = ix.begin(&mut stack, start, col);
                     ix.finish(&mut stack, path, end);
                     last_line = end;
                 }
@@ -94,10 +138,10 @@ impl Index {
                     let path = match stack.last_mut() {
                         // A mapping or list used as a key: rare and never a configuration field.
                         Some(Frame::Map { key: key @ None, .. }) => {
-                            *key = Some(("?".into(), start));
+                            *key = Some(("?".into(), start, col));
                             "?".to_string()
                         }
-                        _ => ix.begin(&mut stack, start),
+                        _ => ix.begin(&mut stack, start, col),
                     };
                     stack.push(match event {
                         Event::MappingStart(..) => Frame::Map { path, key: None },
@@ -118,20 +162,22 @@ impl Index {
         ix
     }
 
-    /// A value node starts at `line`: its path, with its first line recorded.
-    fn begin(&mut self, stack: &mut [Frame], line: usize) -> String {
-        let (path, first) = match stack.last_mut() {
-            None => (String::new(), line),
+    /// A value node starts at `line`, `col`: its path, with its first line recorded.
+    fn begin(&mut self, stack: &mut [Frame], line: usize, col: usize) -> String {
+        let (path, first, first_col) = match stack.last_mut() {
+            None => (String::new(), line, col),
             Some(Frame::Map { path, key }) => {
-                let (k, key_line) = key.clone().unwrap_or_default();
-                (if path.is_empty() { k } else { format!("{path}.{k}") }, key_line)
+                let (k, key_line, key_col) = key.clone().unwrap_or_default();
+                (if path.is_empty() { k } else { format!("{path}.{k}") }, key_line, key_col)
             }
             Some(Frame::Seq { path, next }) => {
                 *next += 1;
-                (format!("{path}[{}]", *next - 1), line)
+                (format!("{path}[{}]", *next - 1), line, col)
             }
         };
         self.nodes.insert(path.clone(), (first, line));
+        self.keys.insert(path.clone(), (first, first_col));
+        self.values.insert(path.clone(), (line, col));
         path
     }
 
@@ -190,6 +236,17 @@ receivers:
         // Not a path at all: the whole text is searched.
         assert_eq!(line(DOC, "nothing", "receivers:"), Some(7));
         assert_eq!(line(DOC, "nothing", "absent"), None);
+    }
+
+    #[test]
+    fn positions_name_the_line_and_column_of_keys_items_and_values() {
+        let p = super::Positions::of(DOC);
+        assert_eq!(p.key("receivers[1].webhook_configs[1].timeout"), Some((16, 9)));
+        assert_eq!(p.value("receivers[1].webhook_configs[1].timeout"), Some((16, 18)));
+        assert_eq!(p.key("route.routes[0].matchers[1]"), Some((5, 27)));
+        assert_eq!(p.key("receivers[0]"), Some((8, 5)));
+        assert_eq!(p.lines("receivers[1]"), Some((12, 18)));
+        assert_eq!(p.nearest("receivers[0].webhook_configs[0].http_config.oauth2"), Some((10, 9)));
     }
 
     #[test]
