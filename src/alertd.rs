@@ -445,11 +445,15 @@ pub struct PostedRules(tokio::sync::mpsc::Sender<Vec<argus_alertd::PostableAlert
 const RULE_QUEUE: usize = 1_000;
 
 impl PostedRules {
-    /// The sink and its sender task.
-    pub fn start(alert_urls: &[String]) -> Result<(Arc<PostedRules>, tokio::task::JoinHandle<()>)> {
+    /// The sink and its sender task; every post carries `token` (`[server] alert_token_file`).
+    pub fn start(
+        alert_urls: &[String],
+        token: Option<argus_analyzer::runtime::alerts::TokenFile>,
+    ) -> Result<(Arc<PostedRules>, tokio::task::JoinHandle<()>)> {
         let out = argus_analyzer::runtime::HttpAlertOut::new(alert_urls)
             .map_err(anyhow::Error::msg)
-            .context("server.alert_urls")?;
+            .context("server.alert_urls")?
+            .with_token(token);
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<argus_alertd::PostableAlert>>(RULE_QUEUE);
         let task = tokio::spawn(async move {
             while let Some(alerts) = rx.recv().await {

@@ -54,6 +54,8 @@ pub struct AlertsTo<'a> {
     pub intake: Option<Arc<dyn AlertSink>>,
     pub capacity: Option<Arc<OutboxNotifier>>,
     pub alert_urls: &'a [String],
+    /// `[server] alert_token_file`: the token sent to `alert_urls`.
+    pub alert_token: Option<argus_analyzer::runtime::alerts::TokenFile>,
 }
 
 /// The analyzer of `[analyzer]` for share `shard` of the work, its state under `data_dir`.
@@ -65,7 +67,7 @@ pub fn build(
     shard: argus_model::Shard,
     registry: &mut prometheus_client::registry::Registry,
 ) -> Result<Option<Ready>> {
-    let AlertsTo { intake, capacity, alert_urls } = to;
+    let AlertsTo { intake, capacity, alert_urls, alert_token } = to;
     let valid = cfg.validate()?.for_shard(shard);
     if !valid.enabled {
         return Ok(None);
@@ -77,14 +79,22 @@ pub fn build(
         _ if alert_urls.is_empty() => anyhow::bail!(
             "[analyzer] needs [server] alert_urls when alertd does not run in this process (the alertd role)"
         ),
-        _ => Arc::new(HttpAlertOut::new(alert_urls).map_err(anyhow::Error::msg).context("server.alert_urls")?),
+        _ => Arc::new(
+            HttpAlertOut::new(alert_urls)
+                .map_err(anyhow::Error::msg)
+                .context("server.alert_urls")?
+                .with_token(alert_token.clone()),
+        ),
     };
     // Capacity plans go where the alerts go (over HTTP, to the first alertd that takes them).
     let capacity_out: Option<Arc<dyn CapacityOut>> = match capacity {
         Some(notifier) if !remote => Some(Arc::new(InProcessCapacity(notifier))),
-        _ if remote && !valid.pools.is_empty() => {
-            Some(Arc::new(HttpCapacityOut::new(alert_urls).map_err(anyhow::Error::msg).context("server.alert_urls")?))
-        }
+        _ if remote && !valid.pools.is_empty() => Some(Arc::new(
+            HttpCapacityOut::new(alert_urls)
+                .map_err(anyhow::Error::msg)
+                .context("server.alert_urls")?
+                .with_token(alert_token),
+        )),
         _ => None,
     };
     let metrics = Metrics::default();

@@ -51,6 +51,10 @@ pub struct Server {
     /// so each replica of an alertd cluster hears them all.
     #[serde(default)]
     pub alert_urls: Vec<String>,
+    /// A file holding the token sent to every `alert_urls` server (`Authorization: Bearer`), with the
+    /// `write` scope there; read at start and for every post. One token for all: the servers are the
+    /// replicas of one alertd cluster, which share one configuration.
+    pub alert_token_file: Option<PathBuf>,
 }
 
 fn default_max_concurrent_requests() -> usize {
@@ -65,6 +69,7 @@ impl Default for Server {
             tls_key: None,
             max_concurrent_requests: default_max_concurrent_requests(),
             alert_urls: Vec::new(),
+            alert_token_file: None,
         }
     }
 }
@@ -101,6 +106,16 @@ impl Config {
             }
         }
         Ok(self.server.alert_urls.clone())
+    }
+
+    /// `[server] alert_token_file`, read now so that an unreadable or empty file stops the start.
+    pub fn alert_token(&self) -> Result<Option<argus_analyzer::runtime::alerts::TokenFile>> {
+        let Some(path) = &self.server.alert_token_file else { return Ok(None) };
+        if self.alert_urls()?.is_empty() {
+            bail!("server.alert_token_file: only sent to server.alert_urls, which is empty");
+        }
+        let token = argus_analyzer::runtime::alerts::TokenFile::open(path).map_err(|e| anyhow!("server.{e}"))?;
+        Ok(Some(token))
     }
 }
 
@@ -445,6 +460,7 @@ impl Config {
         }
         self.analyzer.validate().map_err(|e| anyhow!("analyzer.{e}"))?;
         self.alert_urls()?;
+        self.alert_token()?;
         self.self_monitoring.every()?;
         // [collector]: its own validation; errors name the field (`collector.…`) for `locate`.
         self.collector.validate("").map_err(|e| anyhow!("{}", e.to_string().trim_start_matches(": ")))?;
@@ -558,6 +574,16 @@ mod tests {
         assert!(e.contains("store.chunk_cache_size"), "{e}");
         let e = Config::parse("[server]\nalert_urls = [\"alertd:9700\"]\n").unwrap_err();
         assert!(e.contains("server.alert_urls[0]: \"alertd:9700\" is not an http(s) URL"), "{e}");
+        let e = Config::parse("[server]\nalert_token_file = \"/nonexistent\"\n").unwrap_err();
+        assert_eq!(e, "2:1: server.alert_token_file: only sent to server.alert_urls, which is empty");
+        let urls = "[server]\nalert_urls = [\"http://alertd:9700\"]\n";
+        let e = Config::parse(&format!("{urls}alert_token_file = \"/nonexistent\"\n")).unwrap_err();
+        assert_eq!(e, "3:1: server.alert_token_file /nonexistent: No such file or directory (os error 2)");
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "argus_0123\n").unwrap();
+        let c = Config::parse(&format!("{urls}alert_token_file = {:?}\n", token)).unwrap();
+        assert_eq!(c.alert_token().unwrap().unwrap().read().unwrap().expose(), "argus_0123");
         let e = Config::parse("[analyzer]\nalert_url = \"alertd:9700\"\n").unwrap_err();
         assert!(e.contains("analyzer.alert_url: \"alertd:9700\" is not an http(s) URL"), "{e}");
         assert!(Config::parse("").is_ok());

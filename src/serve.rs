@@ -305,7 +305,7 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     };
     let posted_rules = match (&rules_backend, alert_urls.is_empty()) {
         (Some(_), false) => {
-            let (sink, task) = crate::alertd::PostedRules::start(&alert_urls)?;
+            let (sink, task) = crate::alertd::PostedRules::start(&alert_urls, cfg.alert_token()?)?;
             role_tasks.push(task);
             Some(sink as Arc<dyn argus_alertd::rules::group::AlertSink>)
         }
@@ -341,7 +341,8 @@ async fn serve(mut cfg: Config, opts: argus_store::Options, mut listen: Listen, 
     let capacity = alertd.as_ref().map(|a| a.capacity.clone());
     let analyzer = match (roles.analyzer, &backend) {
         (true, Some(b)) => {
-            let to = crate::analyze::AlertsTo { intake, capacity, alert_urls: &alert_urls };
+            let to =
+                crate::analyze::AlertsTo { intake, capacity, alert_urls: &alert_urls, alert_token: cfg.alert_token()? };
             crate::analyze::build(&cfg.analyzer, &data_dir, b.clone(), to, shard, &mut registry)
                 .context("starting the analyzer")?
         }
@@ -612,7 +613,7 @@ fn collector_agent(
 }
 
 /// The collector's sink for a VictoriaMetrics store (single-node or cluster): remote write to its
-/// write URL with its bearer token and CA file, and events (text fields) as line protocol beside it.
+/// write URL with its bearer token (or token file) and CA file, and events (text fields) as line protocol beside it.
 /// Any other store, or one that needs what a sink cannot send (basic auth), is refused with the
 /// reason: name the sink in [collector] instead.
 fn remote_sink(p: &argus_store::backend::PrometheusOptions) -> Result<argus_collector::config::SinkConfig> {
@@ -628,15 +629,18 @@ fn remote_sink(p: &argus_store::backend::PrometheusOptions) -> Result<argus_coll
     if p.write != backend::WriteProtocol::RemoteWrite {
         return Err(refuse("it is written with line protocol"));
     }
-    let token = match &p.http.auth {
-        backend::Auth::None => None,
-        backend::Auth::Bearer(t) => Some(t.expose().to_string()),
-        backend::Auth::Basic { .. } => return Err(refuse("it uses basic auth")),
+    // A token file is handed on as a file, which the sink reads at its start.
+    let (token, token_file) = match (&p.http.auth, p.http.auth.file()) {
+        (backend::Auth::None, _) => (None, None),
+        (backend::Auth::Bearer(_), Some(f)) => (None, Some(f.path.clone())),
+        (backend::Auth::Bearer(t), None) => (t.current().map(|t| t.expose().to_string()), None),
+        (backend::Auth::Basic { .. }, _) => return Err(refuse("it uses basic auth")),
     };
     Ok(argus_collector::config::SinkConfig {
         url: Some(p.write_url.to_string()),
         events_url: Some(events.to_string()),
         token,
+        token_file,
         ca_file: p.http.ca_file.clone(),
         ..Default::default()
     })
@@ -657,5 +661,24 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = term => {},
         _ = tokio::signal::ctrl_c() => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_collector_writes_to_the_remote_store_with_its_token_or_its_token_file() {
+        let opts = |auth: &str| {
+            let spec: backend::RemoteSpec = toml::from_str(&format!("url = \"http://vm:8428\"\n{auth}")).unwrap();
+            spec.validate().unwrap()
+        };
+        let s = remote_sink(&opts("bearer_token_file = \"/run/secrets/store-token\"")).unwrap();
+        assert_eq!((s.token, s.token_file), (None, Some(PathBuf::from("/run/secrets/store-token"))));
+        let s = remote_sink(&opts("bearer_token = \"argus_t\"")).unwrap();
+        assert_eq!((s.token.as_deref(), s.token_file), (Some("argus_t"), None));
+        let e = remote_sink(&opts("basic_auth = { username = \"u\", password_file = \"/run/p\" }")).unwrap_err();
+        assert!(e.to_string().contains("(it uses basic auth)"), "{e}");
     }
 }

@@ -145,6 +145,11 @@ pub struct TrainingConfig {
     pub timeout: Option<String>,
     /// Address of the push endpoint (`POST /progress`); default "127.0.0.1:9702", "" turns it off.
     pub listen: Option<String>,
+    /// The token a push must send (`Authorization: Bearer <token>`); without it (or `token_file`) the
+    /// endpoint takes pushes from anyone who can reach it.
+    pub token: Option<String>,
+    /// A file holding that token (a mounted Kubernetes Secret), read at start.
+    pub token_file: Option<PathBuf>,
     /// A job with no step progress for this long is stalled (default "10m").
     pub stall_after: Option<String>,
     /// A job not heard from for this long is forgotten (default "1h").

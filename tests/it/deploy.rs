@@ -85,15 +85,39 @@ fn the_fleet_configmap_holds_configuration_argus_accepts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let alertd = dir.path().join("alertd.yml");
     std::fs::write(&alertd, configmap_value(&main, "alertd.yml")).expect("write");
+    // The fleet token's Secret, mounted at /etc/argus-tokens in the pods: a stand-in here.
+    let tokens = dir.path().join("tokens");
+    std::fs::create_dir_all(&tokens).expect("mkdir");
+    std::fs::write(tokens.join("token"), "argus_stand_in_token\n").expect("write");
     let mut args = Vec::new();
     for name in ["store.toml", "workers.toml", "alertd.toml", "collect-pair.toml"] {
-        let body = configmap_value(&yaml, name).replace("/etc/argus/alertd.yml", &alertd.display().to_string());
+        let body = configmap_value(&yaml, name)
+            .replace("/etc/argus/alertd.yml", &alertd.display().to_string())
+            .replace("/etc/argus-tokens/", &format!("{}/", tokens.display()));
+        // Listening on 0.0.0.0, every server has an [auth] section (Auth::resolve refuses to start without one).
+        if name != "collect-pair.toml" {
+            assert!(body.contains("\n[auth]\n"), "{name} has no [auth] section");
+        }
         let p = dir.path().join(name);
         std::fs::write(&p, body).expect("write");
         args.push(p);
     }
     let out = Command::new(env!("CARGO_BIN_EXE_argus")).arg("check-config").args(&args).output().expect("argus");
     assert!(out.status.success(), "argus check-config refuses the fleet ConfigMap:\n{}", text(&out));
+    let workers = configmap_value(&yaml, "workers.toml");
+    for key in ["alert_token_file = \"/etc/argus-tokens/token\"", "bearer_token_file = \"/etc/argus-tokens/token\""] {
+        assert!(workers.contains(key), "workers.toml lacks {key}:\n{workers}");
+    }
+    // The token files are read at start: without the Secret, the shards do not start.
+    std::fs::remove_file(tokens.join("token")).expect("rm");
+    let out = Command::new(env!("CARGO_BIN_EXE_argus")).arg("check-config").arg(&args[1]).output().expect("argus");
+    assert!(!out.status.success(), "workers.toml passed check-config without its token file");
+    assert!(text(&out).contains("server.alert_token_file"), "{}", text(&out));
+    // Every pod that reads the token mounts the Secret there.
+    for role in ["rules", "analyzer", "alertd"] {
+        let m = std::fs::read_to_string(root().join(format!("deploy/kubernetes/fleet/{role}.yaml"))).expect("manifest");
+        assert!(m.contains("secretName: argus-fleet-token") && m.contains("mountPath: /etc/argus-tokens"), "{role}");
+    }
     // The shards' N is their replicas.
     for role in ["rules", "analyzer"] {
         let m = std::fs::read_to_string(root().join(format!("deploy/kubernetes/fleet/{role}.yaml"))).expect("manifest");

@@ -238,21 +238,76 @@ fn the_chart_wires_secrets_shards_and_replicas_together() {
     for role in ["rules", "analyzer"] {
         let sts = &find(&res, "StatefulSet", &format!("argus-{role}"))["spec"];
         let n = sts["replicas"].as_u64().expect("replicas");
-        let cmd = str_at(&sts["template"]["spec"]["containers"][0]["args"][0], "args");
+        let pod = &sts["template"]["spec"];
+        let cmd = str_at(&pod["containers"][0]["args"][0], "args");
         assert!(cmd.contains(&format!("--shard \"${{HOSTNAME##*-}}/{n}\"")), "{role}: {cmd}");
-        assert!(cmd.contains("/etc/argus-tokens/store-token"), "{role} sends the store token: {cmd}");
+        assert!(cmd.starts_with("exec /usr/local/bin/argus serve --config /etc/argus/workers.toml "), "{role}: {cmd}");
+        let mounts = serde_norway::to_string(&pod["containers"][0]["volumeMounts"]).expect("yaml");
+        assert!(mounts.contains("/etc/argus-tokens"), "{role} mounts the tokens' Secret: {mounts}");
     }
     let data = &find(&res, "ConfigMap", "argus-config")["data"];
+    // The fleet roles read their token from the Secret's file: to the stores and, from rules and
+    // analyzer, to alertd, which takes alerts with that token only.
+    let (workers, alertd_toml) =
+        (str_at(&data["workers.toml"], "workers.toml"), str_at(&data["alertd.toml"], "alertd.toml"));
+    for (file, text) in [("workers.toml", workers), ("alertd.toml", alertd_toml)] {
+        assert!(text.contains("bearer_token_file = \"/etc/argus-tokens/store-token\""), "{file}:\n{text}");
+        assert!(!text.contains("anonymous = "), "{file} takes nothing without a token:\n{text}");
+    }
+    assert!(workers.contains("alert_token_file = \"/etc/argus-tokens/store-token\""), "{workers}");
     let collect = str_at(&data["collect.toml"], "collect.toml");
     assert_eq!(collect.matches("[[collector.sink]]").count(), 3, "one sink per store:\n{collect}");
     let alertd = &find(&res, "StatefulSet", "argus-alertd")["spec"];
     let cmd = str_at(&alertd["template"]["spec"]["containers"][0]["args"][0], "args");
-    let workers = str_at(&data["workers.toml"], "workers.toml");
     for i in 0..alertd["replicas"].as_u64().expect("replicas") {
         let host = format!("argus-alertd-{i}.argus-alertd-headless.argus.svc");
         assert!(cmd.contains(&format!("--cluster.peer={host}:9094")), "{cmd}");
         assert!(workers.contains(&format!("\"http://{host}:9700\"")), "{workers}");
     }
+}
+
+#[test]
+fn a_secret_made_by_the_chart_in_fleet_mode_lets_the_shards_post_alerts_to_alertd() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let values = dir.path().join("fleet-create.yaml");
+    let store_token = "argus_fleet_roles_token";
+    std::fs::write(
+        &values,
+        format!(
+            "mode: fleet\nsecrets:\n  create: true\n  collectorToken: argus_collectors\n  storeToken: {store_token}\n\
+             fleet:\n  alertd:\n    clusterSecret:\n      create: true\n      value: 0123456789abcdef0123\n"
+        ),
+    )
+    .expect("write");
+    let out = helm(&["template", CHART, "-f", values.to_str().expect("path")]);
+    assert!(out.status.success(), "{}", text(&out));
+    let res = resources(&String::from_utf8_lossy(&out.stdout));
+    let data = &find(&res, "ConfigMap", "argus-config")["data"];
+    let digest: String = sha2::Sha256::digest(store_token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    for file in ["store.toml", "alertd.toml"] {
+        let t = str_at(&data[file], file);
+        assert!(t.contains(&format!("sha256 = \"{digest}\"")), "{file} does not accept the fleet roles' token:\n{t}");
+    }
+    let secret = find(&res, "Secret", "argus-tokens");
+    assert!(secret["data"]["store-token"].as_str().is_some(), "the Secret holds the fleet roles' token");
+}
+
+#[test]
+fn the_training_endpoint_takes_its_token_from_the_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let values = dir.path().join("push-token.yaml");
+    std::fs::write(
+        &values,
+        "secrets:\n  existingSecret: argus-tokens\ncollector:\n  training:\n    tokenKey: push-token\n",
+    )
+    .expect("write");
+    let out = helm(&["template", CHART, "-f", values.to_str().expect("path")]);
+    assert!(out.status.success(), "{}", text(&out));
+    let res = resources(&String::from_utf8_lossy(&out.stdout));
+    let collect = str_at(&find(&res, "ConfigMap", "argus-config")["data"]["collect.toml"], "collect.toml");
+    let training = collect.split("[collector.training]").nth(1).expect("a training section");
+    let training = training.split("\n[").next().unwrap_or(training);
+    assert!(training.contains("token_file = \"/etc/argus-tokens/push-token\""), "{collect}");
 }
 
 #[test]
@@ -268,6 +323,7 @@ fn bad_values_are_refused_before_anything_renders() {
         ("mode: fleet\n", "fleet.alertd.clusterSecret"),
         ("secrets:\n  create: true\n  existingSecret: mine\n", "set either existingSecret or create"),
         ("secrets:\n  create: true\n", "secrets.collectorToken: required"),
+        ("collector:\n  training:\n    tokenKey: push-token\n", "collector.training.tokenKey"),
     ];
     for (i, (values, named)) in cases.iter().enumerate() {
         let f = dir.path().join(format!("bad-{i}.yaml"));

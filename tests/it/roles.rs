@@ -3,7 +3,8 @@
 //! (scripts/install-peers.sh installs both). A rule from `argus.rules.files` writes
 //! `ALERTS` there, the analyzer warms up on history it reads from there and writes
 //! `argus_anomaly_score` there, and alertd holds both alerts; the same parts split over two processes
-//! hand their alerts over through `[server] alert_urls`. Refused role sets name the reason.
+//! hand their alerts over through `[server] alert_urls` (with the token of `alert_token_file` where
+//! alertd asks for one). Refused role sets name the reason.
 
 use crate::support::server;
 
@@ -15,6 +16,7 @@ use argus_store::remote_write::WriteSeries;
 use peers::Peer;
 use serde_json::Value;
 use server::{Server, free_port, now_ms};
+use sha2::Digest;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -260,6 +262,37 @@ fn rules_and_analyzer_post_to_alert_urls_of_another_process() {
     // The alertd-only process evaluates no rule of its own: ALERTS come from the rules process alone.
     assert!(!alertd.log().contains("Evaluating rules against the store"), "{}", alertd.log());
     assert_eq!(workers.get("/api/v2/alerts").status, 404, "alertd's API belongs to the alertd role");
+}
+
+#[test]
+fn rules_and_analyzer_post_to_alert_urls_with_the_token_of_alert_token_file() {
+    let Some(vm) = victoria_metrics() else { return };
+    let files = tempfile::tempdir().unwrap();
+    let alerting = alerting_files(files.path());
+    let fault = (now_ms() / STEP + 6) * STEP;
+    let _feeder = Feeder::start(vm.backend(), fault);
+    // alertd takes alerts only with the token (reading them needs none here, for the test).
+    let digest: String = sha2::Sha256::digest(b"argus_fleet").iter().map(|b| format!("{b:02x}")).collect();
+    let auth = format!(
+        "[auth]\nanonymous = [\"read\"]\n[[auth.tokens]]\nname = \"fleet\"\nscopes = [\"write\"]\nsha256 = \"{digest}\"\n"
+    );
+    let alertd =
+        Server::start_with(Some(&format!("{auth}{}", remote_config(&vm, &alerting, ""))), &["--role", "alertd"]);
+    let token = files.path().join("alert-token");
+    std::fs::write(&token, "argus_not_the_token\n").unwrap();
+    let server = format!("[server]\nalert_urls = [\"{}\"]\nalert_token_file = {:?}\n", alertd.base(), token);
+    let rules = Server::start_with(
+        Some(&format!("{server}{}", remote_config(&vm, &alerting, ""))),
+        &["--role", "rules,analyzer"],
+    );
+    let log = || format!("alertd:\n{}\nrules:\n{}", alertd.log(), rules.log());
+    // A wrong token is refused, and the alert does not get in.
+    wait_for(150, "a post refused for its token", &log, || rules.log().contains("answered 401"));
+    assert!(!alertnames(&alertd).iter().any(|n| n == "GpuTooHot"), "{}", log());
+    // The file is read again for every post: the right token gets the alert in without a restart.
+    std::fs::write(&token, "argus_fleet\n").unwrap();
+    // The rule's alert and the analyzer's anomaly alike.
+    wait_for(150, "the rule's and the analyzer's alerts posted with the token", &log, || holds_both(&alertd));
 }
 
 /// `argus serve` with `args`, expected to refuse to start with a message containing `want`.

@@ -8,6 +8,7 @@ use argus_model::Labels;
 use argus_store_api::backend::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// A firing alert is sent again this often, as Prometheus' `--rules.alert.resend-delay`.
@@ -49,6 +50,7 @@ pub trait AlertOut: Send + Sync {
 pub struct HttpAlertOut {
     client: reqwest::Client,
     urls: Vec<String>,
+    token: Option<TokenFile>,
 }
 
 impl HttpAlertOut {
@@ -59,7 +61,12 @@ impl HttpAlertOut {
         }
         let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().map_err(|e| e.to_string())?;
         let urls = bases.iter().map(|b| format!("{}/api/v2/alerts", b.trim_end_matches('/'))).collect();
-        Ok(HttpAlertOut { client, urls })
+        Ok(HttpAlertOut { client, urls, token: None })
+    }
+
+    /// Sends every post with `Authorization: Bearer` and the token in `token` (see [`TokenFile`]).
+    pub fn with_token(self, token: Option<TokenFile>) -> HttpAlertOut {
+        HttpAlertOut { token, ..self }
     }
 
     /// Posts `alerts` (any Alertmanager v2 JSON) to every server. Succeeds when at least one accepted
@@ -67,8 +74,13 @@ impl HttpAlertOut {
     /// again with the next resend (every [`RESEND`] while they fire).
     pub async fn post<T: Serialize + Sync>(&self, alerts: &[T]) -> Result<(), String> {
         let body = serde_json::to_vec(alerts).map_err(|e| e.to_string())?;
+        let token = self.token.as_ref().map(TokenFile::read).transpose()?;
         let sends = self.urls.iter().map(|url| {
             let req = self.client.post(url).header("content-type", "application/json").body(body.clone());
+            let req = match &token {
+                Some(t) => req.bearer_auth(t.expose()),
+                None => req,
+            };
             async move {
                 let r = req.send().await.map_err(|e| format!("{url}: {e}"))?;
                 if r.status().is_success() {
@@ -88,6 +100,32 @@ impl HttpAlertOut {
             tracing::warn!(%error, "An alert receiver missed a post; it hears the alerts at the next resend");
         }
         Ok(())
+    }
+}
+
+/// The file holding the token sent to alertd (`[server] alert_token_file`, a mounted Kubernetes
+/// Secret). Read when the sender is made, so that an unreadable or empty file stops the start, and again
+/// for every post, so that a rotated token is sent without a restart; a post whose file cannot be read
+/// fails like one no alertd answered, and its alerts go again at the next resend.
+#[derive(Debug, Clone)]
+pub struct TokenFile(PathBuf);
+
+impl TokenFile {
+    /// Checks the file now.
+    pub fn open(path: &Path) -> Result<TokenFile, String> {
+        let t = TokenFile(path.to_path_buf());
+        t.read()?;
+        Ok(t)
+    }
+
+    /// The token: the file's text without its trailing newline. Errors name the file, never the token.
+    pub fn read(&self) -> Result<argus_model::Secret, String> {
+        let fail = |why: String| format!("alert_token_file {}: {why}", self.0.display());
+        let text = std::fs::read_to_string(&self.0).map_err(|e| fail(e.to_string()))?;
+        match text.trim_end_matches(['\n', '\r']) {
+            t if t.trim().is_empty() => Err(fail("empty".into())),
+            t => Ok(argus_model::Secret::new(t)),
+        }
     }
 }
 
@@ -170,4 +208,69 @@ pub fn resolved(rule: &Rule, labels: &Labels, metric: &str, f: &Firing, now: i64
 
 pub(crate) fn short(v: f64) -> String {
     if v.abs() >= 100.0 || v == v.trunc() { format!("{v:.0}") } else { format!("{v:.3}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::forecasts::push::{CapacityOut, HttpCapacityOut};
+    use std::sync::{Arc, Mutex};
+
+    /// A server on loopback that answers 200 when the token is `want`'s current value and 401
+    /// otherwise, as alertd's `[auth]` does, and records each request's path and Authorization.
+    async fn alertd(want: &'static str) -> (String, Arc<Mutex<Vec<String>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let log = log.clone();
+            async move {
+                let auth = req.headers().get("authorization").map(|v| v.to_str().unwrap_or("?").to_string());
+                log.lock().unwrap().push(format!("{} {}", req.uri().path(), auth.as_deref().unwrap_or("-")));
+                match auth.as_deref() == Some(&format!("Bearer {want}")) {
+                    true => axum::http::StatusCode::OK,
+                    false => axum::http::StatusCode::UNAUTHORIZED,
+                }
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (base, seen)
+    }
+
+    #[tokio::test]
+    async fn alerts_and_capacity_plans_carry_the_token_of_the_file_as_it_reads_now() {
+        let (base, seen) = alertd("t2").await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        let e = TokenFile::open(&path).unwrap_err().replace(&dir.path().display().to_string(), "DIR");
+        assert_eq!(e, "alert_token_file DIR/token: No such file or directory (os error 2)");
+        std::fs::write(&path, "\n").unwrap();
+        let e = TokenFile::open(&path).unwrap_err().replace(&dir.path().display().to_string(), "DIR");
+        assert_eq!(e, "alert_token_file DIR/token: empty");
+
+        std::fs::write(&path, "t1\n").unwrap();
+        let token = Some(TokenFile::open(&path).unwrap());
+        let out = HttpAlertOut::new(std::slice::from_ref(&base)).unwrap().with_token(token.clone());
+        let capacity = HttpCapacityOut::new(std::slice::from_ref(&base)).unwrap().with_token(token);
+        let e = out.post::<Alert>(&[]).await.unwrap_err();
+        assert!(e.contains("answered 401"), "the old token is refused: {e}");
+        std::fs::write(&path, "t2\n").unwrap();
+        out.post::<Alert>(&[]).await.expect("the rotated token is sent without a restart");
+        capacity.push(Vec::new()).await.expect("capacity plans carry the token too");
+        std::fs::remove_file(&path).unwrap();
+        let e = out.post::<Alert>(&[]).await.unwrap_err();
+        assert!(e.starts_with("alert_token_file ") && e.contains("No such file"), "{e}");
+        let unsent = HttpAlertOut::new(std::slice::from_ref(&base)).unwrap();
+        assert!(unsent.post::<Alert>(&[]).await.unwrap_err().contains("answered 401"));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                "/api/v2/alerts Bearer t1",
+                "/api/v2/alerts Bearer t2",
+                "/api/v1/scheduler/capacity Bearer t2",
+                "/api/v2/alerts -"
+            ]
+        );
+    }
 }

@@ -156,3 +156,26 @@ fn a_sink_token_is_read_from_token_file() {
     expect!["-: collector.sink[0].token_file: DIR/token: empty"]
         .assert_eq(&err(&sink(&format!("token_file = \"{path}\""))));
 }
+
+#[test]
+fn the_training_token_is_inline_or_read_from_token_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("push-token");
+    std::fs::write(&file, "argus_push\n").unwrap();
+    let training = |body: &str| format!("[collector.training]\n{body}\n");
+    let token = |toml: &str| {
+        Config::parse(toml, "-")
+            .and_then(|c| c.validate("-"))
+            .map(|v| v.training.and_then(|t| t.settings.token).map(|t| t.expose().to_string()))
+    };
+    let path = file.display();
+    assert_eq!(token(&training("")).unwrap(), None);
+    assert_eq!(token(&training(&format!("token_file = \"{path}\""))).unwrap().as_deref(), Some("argus_push"));
+    assert_eq!(token(&training("token = \"inline\"")).unwrap().as_deref(), Some("inline"));
+    let err = |toml: &str| token(toml).unwrap_err().to_string().replace(&dir.path().display().to_string(), "DIR");
+    expect!["-: collector.training.token_file: set either token or token_file, not both"]
+        .assert_eq(&err(&training(&format!("token = \"x\"\ntoken_file = \"{path}\""))));
+    expect!["-: collector.training.token_file: DIR/missing: No such file or directory (os error 2)"]
+        .assert_eq(&err(&training(&format!("token_file = \"{}\"", dir.path().join("missing").display()))));
+    expect!["-: collector.training.token: empty"].assert_eq(&err(&training("token = \" \"")));
+}

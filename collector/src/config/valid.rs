@@ -82,6 +82,8 @@ pub struct EventsSettings {
 pub struct TrainingSettings {
     /// The push endpoint's address; `None` turns it off.
     pub listen: Option<std::net::SocketAddr>,
+    /// The token every push must carry; `None`: pushes need none.
+    pub token: Option<argus_model::Secret>,
     pub stall_after: Duration,
     pub forget_after: Duration,
     pub logs: Vec<TrainingLog>,
@@ -362,7 +364,7 @@ pub(super) fn validate(c: &Config, file: &str) -> Result<Valid, ConfigError> {
             url,
             format,
             events_url,
-            token: token(s, &field, &bad)?,
+            token: token(&s.token, &s.token_file, &field, &bad)?,
             ca_file: s.ca_file.clone(),
             max_samples,
             flush_interval: dur(&field("flush_interval"), &s.flush_interval, Duration::from_secs(5))?,
@@ -414,11 +416,16 @@ fn nvml_library(path: &Path, bad: &Bad) -> Result<PathBuf, ConfigError> {
     }
 }
 
-/// The sink's token, written in place or read from `token_file`. Reading the file here, not when the
-/// sink is built, makes `argus check-config` and a start with an unreadable Secret fail on the key that
-/// names it.
-fn token(s: &super::SinkConfig, field: &dyn Fn(&str) -> String, bad: &Bad) -> Result<Option<String>, ConfigError> {
-    let path = match (&s.token, &s.token_file) {
+/// A token (a sink's, the training endpoint's), written in place or read from `token_file`. Reading the
+/// file here, not when the part is built, makes `argus check-config` and a start with an unreadable
+/// Secret fail on the key that names it.
+fn token(
+    inline: &Option<String>,
+    file: &Option<PathBuf>,
+    field: &dyn Fn(&str) -> String,
+    bad: &Bad,
+) -> Result<Option<String>, ConfigError> {
+    let path = match (inline, file) {
         (Some(_), Some(_)) => return Err(bad(&field("token_file"), "set either token or token_file, not both".into())),
         (t, None) => return Ok(t.clone()),
         (None, Some(p)) => p,
@@ -450,8 +457,14 @@ fn training(t: &super::TrainingConfig, bad: &Bad) -> Result<TrainingSettings, Co
         }
         logs.push(TrainingLog { path: l.path.clone(), job, rank: l.rank.clone().unwrap_or_else(|| "0".into()) });
     }
+    let field = |f: &str| format!("collector.training.{f}");
+    let token = match token(&t.token, &t.token_file, &field, bad)? {
+        Some(t) if t.trim().is_empty() => return Err(bad(&field("token"), "empty".into())),
+        t => t.map(argus_model::Secret::new),
+    };
     Ok(TrainingSettings {
         listen,
+        token,
         stall_after: dur("collector.training.stall_after", &t.stall_after, Duration::from_secs(600))?,
         forget_after: dur("collector.training.forget_after", &t.forget_after, Duration::from_secs(3600))?,
         logs,

@@ -295,7 +295,7 @@ async fn run(t: Training, emit: Emit, stop: watch::Receiver<bool>) {
     if let Some(addr) = t.settings.listen {
         match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => {
-                let app = router(jobs.clone(), emit.clone());
+                let app = router(jobs.clone(), emit.clone(), t.settings.token.clone());
                 let mut stop = stop.clone();
                 tokio::spawn(async move {
                     let shutdown = async move {

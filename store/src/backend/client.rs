@@ -19,8 +19,12 @@ pub(crate) enum Call {
     Query,
 }
 
-/// A client with the options' timeout and extra trusted roots. Reads the CA file.
+/// A client with the options' timeout and extra trusted roots. Reads the CA file, and the secret file
+/// once, so that an unreadable one stops the start.
 pub(crate) fn build(http: &HttpOptions) -> Result<reqwest::Client, BackendError> {
+    if let Some(f) = http.auth.file() {
+        f.read().map_err(BackendError::Config)?;
+    }
     let mut b = reqwest::Client::builder()
         .timeout(http.timeout)
         .connect_timeout(CONNECT_TIMEOUT.min(http.timeout))
@@ -37,12 +41,17 @@ pub(crate) fn build(http: &HttpOptions) -> Result<reqwest::Client, BackendError>
     b.build().map_err(|e| BackendError::Config(format!("http client: {}", chain(&e))))
 }
 
-/// Adds the configured credentials.
+/// Adds the configured credentials, a secret file's as it reads now.
 pub(crate) fn with_auth(req: RequestBuilder, auth: &Auth) -> RequestBuilder {
     match auth {
         Auth::None => req,
-        Auth::Bearer(t) => req.bearer_auth(t.expose()),
-        Auth::Basic { username, password } => req.basic_auth(username, Some(password.expose())),
+        Auth::Bearer(t) => match t.current() {
+            Some(t) => req.bearer_auth(t.expose()),
+            None => req,
+        },
+        Auth::Basic { username, password } => {
+            req.basic_auth(username, password.current().as_ref().map(|p| p.expose().to_string()))
+        }
     }
 }
 
@@ -116,4 +125,35 @@ pub(crate) fn strip(url: &Url) -> String {
     let mut u = url.clone();
     u.set_query(None);
     u.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::options::{SecretFile, SecretSource};
+
+    #[test]
+    fn a_secret_file_is_read_at_build_and_again_for_every_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        let file = |key| SecretSource::File(SecretFile::new(key, path.clone()));
+        let bearer = HttpOptions { auth: Auth::Bearer(file("bearer_token_file")), ..Default::default() };
+        let e = build(&bearer).unwrap_err().to_string().replace(&dir.path().display().to_string(), "DIR");
+        assert!(e.contains("bearer_token_file DIR/token: No such file or directory"), "{e}");
+        std::fs::write(&path, "t1\n").unwrap();
+        let client = build(&bearer).unwrap();
+        let sent = |http: &HttpOptions| {
+            let req = with_auth(client.get("http://vm:8428/api/v1/query"), &http.auth).build().unwrap();
+            req.headers()[reqwest::header::AUTHORIZATION].to_str().unwrap().to_string()
+        };
+        assert_eq!(sent(&bearer), "Bearer t1");
+        std::fs::write(&path, "t2\n").unwrap();
+        assert_eq!(sent(&bearer), "Bearer t2", "a rotated token is sent without a rebuild");
+        let basic = HttpOptions {
+            auth: Auth::Basic { username: "u".into(), password: file("basic_auth.password_file") },
+            ..Default::default()
+        };
+        // base64("u:t2")
+        assert_eq!(sent(&basic), "Basic dTp0Mg==");
+    }
 }

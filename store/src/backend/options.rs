@@ -1,6 +1,8 @@
 //! Remote backend configuration: the `[store.remote]` and `[store.influxdb2]` sections as parsed
 //! (`*Spec`, serde), and as validated (`*Options`, which cannot be invalid). Validation is pure; reading
-//! the CA file waits for [`super::connect`].
+//! the CA file and the secret files waits for [`super::connect`].
+
+mod secret_file;
 
 use reqwest::Url;
 use serde::Deserialize;
@@ -11,6 +13,7 @@ use std::time::Duration;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use argus_model::Secret;
+pub use secret_file::{SecretFile, SecretSource};
 
 /// The remote engine behind a Prometheus-compatible backend; it decides the URL layout.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -57,12 +60,13 @@ pub enum WriteProtocol {
     LineProtocol,
 }
 
-/// HTTP basic authentication.
-#[derive(Debug, Clone, Deserialize)]
+/// HTTP basic authentication: `password` or `password_file`.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BasicAuth {
     pub username: String,
-    pub password: Secret,
+    pub password: Option<Secret>,
+    pub password_file: Option<PathBuf>,
 }
 
 /// Credentials sent with every request.
@@ -71,9 +75,19 @@ pub enum Auth {
     #[default]
     None,
     /// `Authorization: Bearer <token>`.
-    Bearer(Secret),
+    Bearer(SecretSource),
     /// `Authorization: Basic …`.
-    Basic { username: String, password: Secret },
+    Basic { username: String, password: SecretSource },
+}
+
+impl Auth {
+    /// The file its secret is read from, if any, to read once when the client is built.
+    pub fn file(&self) -> Option<&SecretFile> {
+        match self {
+            Auth::Bearer(SecretSource::File(f)) | Auth::Basic { password: SecretSource::File(f), .. } => Some(f),
+            _ => None,
+        }
+    }
 }
 
 /// What every remote HTTP client is built with.
@@ -118,6 +132,8 @@ pub struct RemoteSpec {
     /// e.g. `30s` (the default).
     pub timeout: Option<String>,
     pub bearer_token: Option<Secret>,
+    /// A file holding the bearer token (a mounted Kubernetes Secret), read at start and for every request.
+    pub bearer_token_file: Option<PathBuf>,
     pub basic_auth: Option<BasicAuth>,
     pub ca_file: Option<PathBuf>,
 }
@@ -212,10 +228,16 @@ impl RemoteSpec {
             (Flavour::Thanos, Some(t)) => Some(("THANOS-TENANT", t)),
             _ => None,
         };
-        let auth = match (&self.bearer_token, &self.basic_auth) {
-            (Some(_), Some(_)) => return Err("bearer_token: set either bearer_token or basic_auth, not both".into()),
-            (Some(t), None) => Auth::Bearer(t.clone()),
-            (None, Some(b)) => Auth::Basic { username: b.username.clone(), password: b.password.clone() },
+        let bearer = secret("bearer_token", &self.bearer_token, "bearer_token_file", &self.bearer_token_file)?;
+        let auth = match (bearer, &self.basic_auth) {
+            (Some(_), Some(_)) => return Err("basic_auth: set either a bearer token or basic_auth, not both".into()),
+            (Some(t), None) => Auth::Bearer(t),
+            (None, Some(b)) => {
+                let password =
+                    secret("basic_auth.password", &b.password, "basic_auth.password_file", &b.password_file)?
+                        .ok_or("basic_auth.password: required (or basic_auth.password_file)")?;
+                Auth::Basic { username: b.username.clone(), password }
+            }
             (None, None) => Auth::None,
         };
         Ok(PrometheusOptions {
@@ -316,6 +338,23 @@ fn base_url(field: &str, s: &str) -> Result<String, String> {
 
 fn join(base: &str, path: &str) -> Result<Url, String> {
     Url::parse(&format!("{base}{path}")).map_err(|e| format!("url: {base}{path} is not a URL: {e}"))
+}
+
+/// `key` written in place or `file_key`, the file it is read from; not both, neither empty.
+fn secret(
+    key: &str,
+    inline: &Option<Secret>,
+    file_key: &'static str,
+    file: &Option<PathBuf>,
+) -> Result<Option<SecretSource>, String> {
+    match (inline, file) {
+        (Some(_), Some(_)) => Err(format!("{file_key}: set either {key} or {file_key}, not both")),
+        (Some(s), None) if s.expose().is_empty() => Err(format!("{key}: must not be empty")),
+        (Some(s), None) => Ok(Some(SecretSource::Inline(s.clone()))),
+        (None, Some(p)) if p.as_os_str().is_empty() => Err(format!("{file_key}: must not be empty")),
+        (None, Some(p)) => Ok(Some(SecretSource::File(SecretFile::new(file_key, p.clone())))),
+        (None, None) => Ok(None),
+    }
 }
 
 fn timeout(s: &Option<String>) -> Result<Duration, String> {

@@ -3,6 +3,7 @@
 //! every round; a hand-over that fails is tried again at the pool's next plan.
 
 use crate::capacity::Recommendation;
+use crate::runtime::alerts::TokenFile;
 use argus_store_api::backend::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub struct CapacityPush {
 pub struct HttpCapacityOut {
     client: reqwest::Client,
     urls: Vec<String>,
+    token: Option<TokenFile>,
 }
 
 impl HttpCapacityOut {
@@ -34,11 +36,21 @@ impl HttpCapacityOut {
         }
         let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().map_err(|e| e.to_string())?;
         let urls = bases.iter().map(|b| format!("{}/api/v1/scheduler/capacity", b.trim_end_matches('/'))).collect();
-        Ok(HttpCapacityOut { client, urls })
+        Ok(HttpCapacityOut { client, urls, token: None })
     }
 
-    async fn push_to(&self, url: &str, body: &CapacityPush) -> Result<(), String> {
-        let r = self.client.post(url).json(body).send().await.map_err(|e| format!("{url}: {e}"))?;
+    /// Sends every push with `Authorization: Bearer` and the token in `token`, as alerts are sent.
+    pub fn with_token(self, token: Option<TokenFile>) -> HttpCapacityOut {
+        HttpCapacityOut { token, ..self }
+    }
+
+    async fn push_to(&self, url: &str, body: &CapacityPush, token: Option<&str>) -> Result<(), String> {
+        let req = self.client.post(url).json(body);
+        let req = match token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        };
+        let r = req.send().await.map_err(|e| format!("{url}: {e}"))?;
         let status = r.status();
         if status.is_success() {
             return Ok(());
@@ -52,9 +64,10 @@ impl CapacityOut for HttpCapacityOut {
     fn push(&self, plans: Vec<Recommendation>) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             let body = CapacityPush { plans };
+            let token = self.token.as_ref().map(TokenFile::read).transpose()?;
             let mut failed = Vec::new();
             for url in &self.urls {
-                match self.push_to(url, &body).await {
+                match self.push_to(url, &body, token.as_ref().map(|t| t.expose())).await {
                     Ok(()) => return Ok(()),
                     Err(e) => failed.push(e),
                 }

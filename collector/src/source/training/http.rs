@@ -6,14 +6,15 @@
 //! {"job": "llama-70b", "rank": 3, "checkpoint": "start"}
 //! ```
 //!
-//! Answers 204 once the points are queued for the sinks, 400 naming what is wrong, 503 when the
-//! collector is stopping.
+//! Answers 204 once the points are queued for the sinks, 400 naming what is wrong, 401 without the
+//! token `collector.training.token` (or `token_file`) sets, 503 when the collector is stopping.
 
 use super::{Jobs, Report};
 use crate::batch::Batch;
 use crate::emit::{Emit, now_ms};
+use argus_model::Secret;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::{Arc, Mutex};
 
@@ -24,11 +25,26 @@ const MAX_AHEAD_MS: i64 = 5 * 60 * 1000;
 struct Ctx {
     jobs: Arc<Mutex<Jobs>>,
     emit: Emit,
+    token: Option<Arc<Secret>>,
 }
 
-/// The endpoint's routes over the shared job table and the agent's `Emit`.
-pub fn router(jobs: Arc<Mutex<Jobs>>, emit: Emit) -> axum::Router {
-    axum::Router::new().route("/progress", axum::routing::post(progress)).with_state(Ctx { jobs, emit })
+/// The endpoint's routes over the shared job table and the agent's `Emit`; with `token`, a push without
+/// `Authorization: Bearer <token>` is refused.
+pub fn router(jobs: Arc<Mutex<Jobs>>, emit: Emit, token: Option<Secret>) -> axum::Router {
+    let token = token.map(Arc::new);
+    axum::Router::new().route("/progress", axum::routing::post(progress)).with_state(Ctx { jobs, emit, token })
+}
+
+/// Whether `headers` carry `Authorization: Bearer <want>`, compared in time that does not depend on
+/// where the two differ.
+fn authorized(headers: &HeaderMap, want: &Secret) -> bool {
+    let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let given = match given.split_once(' ') {
+        Some((scheme, t)) if scheme.eq_ignore_ascii_case("bearer") => t.trim().as_bytes(),
+        _ => return false,
+    };
+    let want = want.expose().as_bytes();
+    given.len() == want.len() && given.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 /// One object or an array of them.
@@ -39,7 +55,13 @@ enum Body {
     Many(Vec<Report>),
 }
 
-async fn progress(State(ctx): State<Ctx>, body: axum::body::Bytes) -> Response {
+async fn progress(State(ctx): State<Ctx>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    if let Some(want) = &ctx.token
+        && !authorized(&headers, want)
+    {
+        let reason = "this endpoint needs the collector's training token: send \"Authorization: Bearer <token>\"\n";
+        return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], reason).into_response();
+    }
     let reports = match parse(&body) {
         Ok(r) => r,
         Err(reason) => return (StatusCode::BAD_REQUEST, format!("{reason}\n")).into_response(),

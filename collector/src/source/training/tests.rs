@@ -109,14 +109,36 @@ fn checkpoints_have_a_duration_and_a_count() {
 }
 
 async fn post(url: &str, body: &str) -> (u16, String) {
-    let r = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+    post_with(url, None, body).await
+}
+
+async fn post_with(url: &str, authorization: Option<&str>, body: &str) -> (u16, String) {
+    let mut req = reqwest::Client::new().post(url).header("content-type", "application/json").body(body.to_string());
+    if let Some(a) = authorization {
+        req = req.header("authorization", a);
+    }
+    let r = req.send().await.unwrap();
     (r.status().as_u16(), r.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn with_a_token_pushes_without_it_are_refused() {
+    let (emit, mut rx) = Emit::channel(vec![], 16);
+    let jobs = Arc::new(Mutex::new(Jobs::default()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/progress", listener.local_addr().unwrap());
+    let app = router(jobs.clone(), emit, Some(argus_model::Secret::new("argus_t0k")));
+    tokio::spawn(axum::serve(listener, app).into_future());
+    let body = r#"{"job": "j", "step": 1}"#;
+    for auth in [None, Some("Bearer wrong"), Some("Bearer argus_t0"), Some("Basic argus_t0k"), Some("argus_t0k")] {
+        let (status, text) = post_with(&url, auth, body).await;
+        assert_eq!(status, 401, "{auth:?}");
+        assert!(text.contains("Authorization: Bearer <token>"), "{text}");
+    }
+    assert!(rx.try_recv().is_err() && jobs.lock().unwrap().jobs.is_empty(), "a refused push writes nothing");
+    assert_eq!(post_with(&url, Some("Bearer argus_t0k"), body).await.0, 204);
+    assert_eq!(post_with(&url, Some("bearer  argus_t0k"), body).await.0, 204, "the scheme is case-insensitive");
+    assert!(rx.recv().await.unwrap().to_exposition().contains(r#"train_step{job="j", rank="0"} 1"#));
 }
 
 #[tokio::test]
@@ -125,7 +147,7 @@ async fn the_endpoint_turns_pushes_into_points() {
     let jobs = Arc::new(Mutex::new(Jobs::default()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/progress", listener.local_addr().unwrap());
-    tokio::spawn(axum::serve(listener, router(jobs.clone(), emit)).into_future());
+    tokio::spawn(axum::serve(listener, router(jobs.clone(), emit, None)).into_future());
 
     let (status, _) = post(
         &url,
@@ -179,6 +201,7 @@ async fn the_task_serves_pushes_and_reports_stalls_each_interval() {
     let dir = tempfile::tempdir().unwrap();
     let settings = TrainingSettings {
         listen: Some(([127, 0, 0, 1], port).into()),
+        token: None,
         stall_after: Duration::from_millis(1),
         forget_after: Duration::from_secs(60),
         logs: vec![log(&dir.path().join("later.log"), "later")],

@@ -30,6 +30,12 @@ kernel_log = {{ $kmsg | quote }}
 # The push endpoint, on the node's network (hostNetwork): pods reach it at their node's address.
 [collector.training]
 listen = "{{ $c.training.listenAddress }}:{{ $c.training.port }}"
+{{- with $c.training.tokenKey }}
+{{- if not $.Values.secrets.existingSecret }}
+{{- fail "collector.training.tokenKey: a key of secrets.existingSecret, which is not set" }}
+{{- end }}
+token_file = "/etc/argus-tokens/{{ . }}"   # pushes without this token get 401
+{{- end }}
 {{- end }}
 {{- include "argus.collectorSinks" . }}
 {{- with $c.kubernetesDiscovery }}{{ if .enabled }}
@@ -95,6 +101,9 @@ listen = "0.0.0.0:9700"
 alert_urls = [
 {{- include "argus.alertdUrls" . }}
 ]
+{{- if include "argus.tokenSecret" . }}
+alert_token_file = "/etc/argus-tokens/{{ .Values.secrets.keys.store }}"   # the fleet roles' token, write scope on alertd
+{{- end }}
 
 [alertd]
 config_file = "/etc/argus/alertd.yml"
@@ -115,7 +124,7 @@ config_file = "/etc/argus/alertd.yml"
 listen = "0.0.0.0:9094"      # gossip, UDP; --cluster.advertise-address and --cluster.peer in its flags
 secret_file = "/etc/argus-cluster/secret"
 
-{{ include "argus.authToml" (dict "ctx" $ "anonymous" (list "write")) }}
+{{ include "argus.authToml" (dict "ctx" $ "store" true) }}
 
 {{ include "argus.remoteStoreToml" . }}
 {{- end -}}

@@ -63,11 +63,12 @@ app.kubernetes.io/component: {{ . }}
 {{- end -}}
 
 {{/* The [auth] section: the configured tokens, those the chart creates, and anonymous scopes.
-     Pass (dict "ctx" $ "store" bool "anonymous" list): store adds the store clients' token. */}}
+     Pass (dict "ctx" $ "store" bool): store adds the fleet roles' token (on the stores they read and
+     write, and on alertd, which they post alerts to). */}}
 {{- define "argus.authToml" -}}
 {{- $v := .ctx.Values -}}
 [auth]
-{{- $anon := concat ($v.auth.anonymous | default list) (.anonymous | default list) | uniq }}
+{{- $anon := $v.auth.anonymous | default list | uniq }}
 {{- if $anon }}
 anonymous = [{{ range $i, $s := $anon }}{{ if $i }}, {{ end }}{{ $s | quote }}{{ end }}]
 {{- else }}
@@ -125,8 +126,8 @@ token_file = "/etc/argus-tokens/{{ $.Values.secrets.keys.collector }}"
 {{- end }}
 {{- end -}}
 
-{{/* [store] of a fleet role that reads and writes through the store pair. Last in its file: the
-     container's command appends bearer_token to it from the mounted Secret (argus.withStoreToken). */}}
+{{/* [store] of a fleet role that reads and writes through the store pair, with the fleet roles'
+     token from the mounted Secret when there is one. */}}
 {{- define "argus.remoteStoreToml" -}}
 {{- $full := include "argus.fullname" . -}}
 [store]
@@ -136,18 +137,15 @@ backend = "prometheus"
 flavour = "prometheus"       # another Argus's store role speaks the Prometheus API and remote write
 url = "http://{{ $full }}-store-0.{{ $full }}-store-headless.{{ .Release.Namespace }}.svc:9700"
 failover_urls = [{{ range $i := untilStep 1 (int .Values.fleet.store.replicas) 1 }}{{ if gt $i 1 }}, {{ end }}"http://{{ $full }}-store-{{ $i }}.{{ $full }}-store-headless.{{ $.Release.Namespace }}.svc:9700"{{ end }}]
+{{- if include "argus.tokenSecret" . }}
+bearer_token_file = "/etc/argus-tokens/{{ .Values.secrets.keys.store }}"   # read at start and for every request
+{{- end }}
 {{- end -}}
 
-{{/* The shell command of a fleet role that reads the store: [store.remote] has no token file key, so
-     the token is appended to a copy of the configuration in memory (/run/argus, an emptyDir) before
-     argus starts. Pass (dict "ctx" $ "config" "/etc/argus-fleet/workers.toml" "args" "…"). */}}
-{{- define "argus.withStoreToken" -}}
-{{- $v := .ctx.Values -}}
-{{- if include "argus.tokenSecret" .ctx -}}
-set -eu; umask 077; t=$(cat /etc/argus-tokens/{{ $v.secrets.keys.store }}); { cat {{ .config }}; printf 'bearer_token = "%s"\n' "$t"; } > /run/argus/config.toml; exec /usr/local/bin/argus serve --config /run/argus/config.toml {{ .args }}
-{{- else -}}
+{{/* The shell command of a fleet role: a shell, for the pod's ordinal and address in its flags.
+     Pass (dict "config" "/etc/argus/workers.toml" "args" "…"). */}}
+{{- define "argus.fleetCommand" -}}
 exec /usr/local/bin/argus serve --config {{ .config }} {{ .args }}
-{{- end -}}
 {{- end -}}
 
 {{/* The tokens Secret as a volume, when there is one. */}}

@@ -104,7 +104,41 @@ timeout = "0s""#,
         r#"url = "http://vm"
 bearer_token = "t"
 basic_auth = { username = "u", password = "p" }"#,
-        expect!["error: bearer_token: set either bearer_token or basic_auth, not both"],
+        expect!["error: basic_auth: set either a bearer token or basic_auth, not both"],
+    );
+    check(
+        r#"url = "http://vm"
+bearer_token_file = "/run/secrets/token"
+basic_auth = { username = "u", password = "p" }"#,
+        expect!["error: basic_auth: set either a bearer token or basic_auth, not both"],
+    );
+    check(
+        r#"url = "http://vm"
+bearer_token = "t"
+bearer_token_file = "/run/secrets/token""#,
+        expect!["error: bearer_token_file: set either bearer_token or bearer_token_file, not both"],
+    );
+    check(
+        r#"url = "http://vm"
+bearer_token = """#,
+        expect!["error: bearer_token: must not be empty"],
+    );
+    check(
+        r#"url = "http://vm"
+bearer_token_file = """#,
+        expect!["error: bearer_token_file: must not be empty"],
+    );
+    check(
+        r#"url = "http://vm"
+basic_auth = { username = "u" }"#,
+        expect!["error: basic_auth.password: required (or basic_auth.password_file)"],
+    );
+    check(
+        r#"url = "http://vm"
+basic_auth = { username = "u", password = "p", password_file = "/run/secrets/pw" }"#,
+        expect![
+            "error: basic_auth.password_file: set either basic_auth.password or basic_auth.password_file, not both"
+        ],
     );
     check(
         r#"flavour = "cortex""#,
@@ -145,4 +179,50 @@ fn influxdb2_urls_are_server_roots() {
     assert!(e.starts_with("url: \"http://influx:8086/influx\" has a path"), "{e}");
     let e = InfluxSpec { bucket: String::new(), ..spec("http://i") }.validate().unwrap_err();
     assert_eq!(e, "bucket: must not be empty");
+}
+
+/// Renders how a section's credentials are sent: the key a file comes from, never a secret.
+fn auth_of(toml_text: &str) -> String {
+    let spec: RemoteSpec = toml::from_str(toml_text).unwrap();
+    match spec.validate().unwrap().http.auth {
+        Auth::None => "none".into(),
+        Auth::Bearer(SecretSource::Inline(_)) => "bearer inline".into(),
+        Auth::Bearer(SecretSource::File(f)) => format!("bearer from {} {}", f.key, f.path.display()),
+        Auth::Basic { username, password: SecretSource::Inline(_) } => format!("basic {username} inline"),
+        Auth::Basic { username, password: SecretSource::File(f) } => {
+            format!("basic {username} from {} {}", f.key, f.path.display())
+        }
+    }
+}
+
+#[test]
+fn credentials_come_inline_or_from_files() {
+    expect!["none"].assert_eq(&auth_of(r#"url = "http://vm""#));
+    expect!["bearer inline"].assert_eq(&auth_of("url = \"http://vm\"\nbearer_token = \"t\""));
+    expect!["bearer from bearer_token_file /run/t"]
+        .assert_eq(&auth_of("url = \"http://vm\"\nbearer_token_file = \"/run/t\""));
+    expect!["basic u inline"]
+        .assert_eq(&auth_of("url = \"http://vm\"\nbasic_auth = { username = \"u\", password = \"p\" }"));
+    expect!["basic u from basic_auth.password_file /run/p"]
+        .assert_eq(&auth_of("url = \"http://vm\"\nbasic_auth = { username = \"u\", password_file = \"/run/p\" }"));
+}
+
+#[test]
+fn a_secret_file_is_read_again_and_its_last_good_secret_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token");
+    let f = SecretFile::new("bearer_token_file", path.clone());
+    let e = f.read().unwrap_err().replace(&dir.path().display().to_string(), "DIR");
+    expect!["bearer_token_file DIR/token: No such file or directory (os error 2)"].assert_eq(&e);
+    assert!(f.current().is_none(), "never readable: nothing to send");
+    std::fs::write(&path, "\n").unwrap();
+    let e = f.read().unwrap_err().replace(&dir.path().display().to_string(), "DIR");
+    expect!["bearer_token_file DIR/token: empty"].assert_eq(&e);
+    std::fs::write(&path, "first\n").unwrap();
+    assert_eq!(f.read().unwrap().expose(), "first", "the trailing newline is not part of it");
+    std::fs::write(&path, "second").unwrap();
+    assert_eq!(f.current().unwrap().expose(), "second", "a rotated secret is used at once");
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(f.current().unwrap().expose(), "second", "a vanished file keeps the last secret");
+    assert!(!format!("{f:?}").contains("second"), "{f:?}");
 }
