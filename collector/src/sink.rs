@@ -71,13 +71,7 @@ impl Sink {
         let mut client =
             reqwest::Client::builder().timeout(cfg.timeout).no_proxy().redirect(reqwest::redirect::Policy::none());
         if let Some(path) = &cfg.ca_file {
-            let bad = |e: &dyn std::fmt::Display| SinkError::Client(format!("ca_file {}: {e}", path.display()));
-            let pem = std::fs::read(path).map_err(|e| bad(&e))?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))?;
-            if certs.is_empty() {
-                return Err(bad(&"no PEM certificate in it"));
-            }
-            client = client.tls_certs_merge(certs);
+            client = crate::source::scrape::trust_ca_file(client, path).map_err(SinkError::Client)?;
         }
         let client = client.build().map_err(|e| SinkError::Client(e.to_string()))?;
         let label = SinkLabel { sink: cfg.name.clone() };

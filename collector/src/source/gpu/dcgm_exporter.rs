@@ -269,7 +269,7 @@ impl DcgmExporter {
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .build()
-            .map_err(|e| DcgmExporterError::Http { url: url.to_string(), reason: causes(&e) })?;
+            .map_err(|e| DcgmExporterError::Http { url: url.to_string(), reason: crate::source::scrape::causes(&e) })?;
         Ok(DcgmExporter { url: url.to_string(), timeout, client })
     }
 
@@ -289,7 +289,7 @@ impl DcgmExporter {
         let url = || self.url.clone();
         let http = |e: reqwest::Error| match e.is_timeout() {
             true => DcgmExporterError::Timeout { url: url(), after: self.timeout },
-            false => DcgmExporterError::Http { url: url(), reason: causes(&e) },
+            false => DcgmExporterError::Http { url: url(), reason: crate::source::scrape::causes(&e) },
         };
         let mut resp = self.client.get(&self.url).header(reqwest::header::ACCEPT, ACCEPT).send().await.map_err(http)?;
         if !resp.status().is_success() {
@@ -304,19 +304,6 @@ impl DcgmExporter {
         }
         Ok(String::from_utf8_lossy(&body).into_owned())
     }
-}
-
-/// An error with its causes, `outer: inner: …` (reqwest's own message leaves out why a connection
-/// failed).
-fn causes(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        out.push_str(": ");
-        out.push_str(&c.to_string());
-        cause = c.source();
-    }
-    out
 }
 
 #[cfg(test)]
