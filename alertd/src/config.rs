@@ -15,8 +15,8 @@ mod scheduler;
 mod templates;
 mod validate;
 
-pub(crate) use locate::line as locate;
 pub use locate::Positions;
+pub(crate) use locate::line as locate;
 
 use crate::flap::FlapConfig;
 use crate::incident::CorrelationConfig;
