@@ -79,8 +79,7 @@ impl Run {
     fn new(tg: &TestGroup, order: &HashMap<String, usize>, rule_files: &[PathBuf]) -> Result<Run, String> {
         let mut input = Vec::with_capacity(tg.input_series.len());
         for s in &tg.input_series {
-            let labels = series::parse_metric(&s.series)?;
-            let values = series::expand(&s.values).map_err(|e| format!("series {}: {e}", s.series))?;
+            let (labels, values) = series::parse_input(&s.series, &s.values)?;
             input.push(series::samples(labels, &values, tg.interval.0));
         }
         let dir = TempDir::new()?;

@@ -11,8 +11,37 @@ const STALE: f64 = f64::from_bits(0x7ff0_0000_0000_0002);
 /// `name{label="value", …}`, `{…}` or `name`, into labels; errors carry `line:column` as
 /// Prometheus' parser words them.
 pub fn parse_metric(text: &str) -> Result<Labels, String> {
+    let (pairs, end) = metric_prefix(text)?;
+    if end < text.len() {
+        return Err(parse_error(end, format!("unexpected character: {:?}", char_at(text, end))));
+    }
+    if pairs.is_empty() && !text.trim().is_empty() {
+        return Err(parse_error(0, "no metric name or labels".into()));
+    }
+    Ok(Labels::from_pairs(pairs))
+}
+
+/// An `input_series` entry: its labels and values. promtool reads the selector and the values as
+/// one line, `series values`, so a selector's error is placed by its column in that line (an
+/// unclosed `{` meets the first value).
+pub fn parse_input(series: &str, values: &str) -> Result<(Labels, Vec<Option<f64>>), String> {
+    let line = format!("{series} {values}");
+    let (pairs, end) = metric_prefix(&line)?;
+    if pairs.is_empty() {
+        return Err(parse_error(0, "no metric name or labels".into()));
+    }
+    let values = expand(&line[end..]).map_err(|e| format!("series {series}: {e}"))?;
+    Ok((Labels::from_pairs(pairs), values))
+}
+
+fn parse_error(at: usize, msg: String) -> String {
+    format!("1:{}: parse error: {msg}", at + 1)
+}
+
+/// The label pairs of the selector at the start of `text`, and the index after it and its spaces.
+fn metric_prefix(text: &str) -> Result<(Vec<(String, String)>, usize), String> {
     let b = text.as_bytes();
-    let err = |at: usize, msg: String| format!("1:{}: parse error: {msg}", at + 1);
+    let err = parse_error;
     let skip_space = |mut i: usize| {
         while i < b.len() && b[i].is_ascii_whitespace() {
             i += 1;
@@ -68,13 +97,7 @@ pub fn parse_metric(text: &str) -> Result<Labels, String> {
         }
         i = skip_space(i);
     }
-    if i < b.len() {
-        return Err(err(i, format!("unexpected character: {:?}", char_at(text, i))));
-    }
-    if pairs.is_empty() && !text.trim().is_empty() {
-        return Err(err(0, "no metric name or labels".into()));
-    }
-    Ok(Labels::from_pairs(pairs))
+    Ok((pairs, i))
 }
 
 fn char_at(text: &str, i: usize) -> char {
@@ -260,6 +283,31 @@ mod tests {
             ]],
         );
         check_metric("up down", expect!["1:4: parse error: unexpected character: 'd'"]);
+    }
+
+    /// promtool parses `series values` as one line: an unclosed `{` meets the first value there.
+    #[test]
+    fn input_series_errors_by_column_in_their_line() {
+        let check = |series: &str, values: &str, expect: Expect| {
+            let got = match parse_input(series, values) {
+                Ok((l, v)) => format!("{l} {}", describe(&v)),
+                Err(e) => e,
+            };
+            expect.assert_eq(&got);
+        };
+        check(r#"up{job="a"}"#, "1+1x2", expect![[r#"up{job="a"} 1 2 3"#]]);
+        check("up", "", expect!["up{} "]);
+        check(
+            r#"up{job="prometheus", instance="localhost:9090""#,
+            "0+0x1440",
+            expect!["1:48: parse error: unexpected character inside braces: '0'"],
+        );
+        check("", "1 2", expect!["1:1: parse error: no metric name or labels"]);
+        check(
+            "up",
+            "1 x",
+            expect![[r#"series up: invalid series value "x" (expected a number, "_", "stale", "a+bxN" or "axN")"#]],
+        );
     }
 
     #[test]
