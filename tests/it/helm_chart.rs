@@ -349,3 +349,23 @@ fn app_version_is_the_workspace_version_and_the_default_image_tag() {
     let image = &find(&res, "StatefulSet", "argus")["spec"]["template"]["spec"]["containers"][0]["image"];
     assert_eq!(image.as_str(), Some(format!("argus:{version}").as_str()));
 }
+
+/// `collector.kubernetesDiscovery.endpoints` (on in all-on-values, off in fleet-values) adds the
+/// endpoints role to collect.toml and `list` on services and endpointslices to the collector's Role;
+/// off, the ClusterRole may list pods only.
+#[test]
+fn the_endpoints_value_adds_the_role_and_its_rbac_only_when_on() {
+    let rules = |res: &[Value], kind: &str| {
+        serde_norway::to_string(&find(res, kind, "argus-collector-discovery")["rules"]).expect("yaml")
+    };
+    let res = resources(&render_case("ci/all-on-values.yaml"));
+    let collect = str_at(&find(&res, "ConfigMap", "argus-config")["data"]["collect.toml"], "collect.toml");
+    assert!(collect.contains("roles = [\"pod\", \"endpoints\"]"), "{collect}");
+    let on = rules(&res, "Role");
+    assert!(on.contains("services") && on.contains("endpointslices") && on.contains("discovery.k8s.io"), "{on}");
+    let res = resources(&render_case("ci/fleet-values.yaml"));
+    let collect = str_at(&find(&res, "ConfigMap", "argus-config")["data"]["collect.toml"], "collect.toml");
+    assert!(!collect.contains("roles ="), "{collect}");
+    let off = rules(&res, "ClusterRole");
+    assert!(off.contains("pods") && !off.contains("services") && !off.contains("endpointslices"), "{off}");
+}

@@ -1,9 +1,10 @@
 //! `[collector.scrape.kubernetes]`: scrape targets found in the Kubernetes API, as Prometheus'
-//! `kubernetes_sd_configs` with `role: pod` and the usual `prometheus.io/*` relabelling do, limited to
-//! the pods of this collector's node.
+//! `kubernetes_sd_configs` with `role: pod` (and, if chosen, `role: endpointslice`) and the usual
+//! `prometheus.io/*` relabelling do, limited to the pods and endpoints of this collector's node.
 //!
 //! ```toml
 //! [collector.scrape.kubernetes]
+//! # roles = ["pod", "endpoints"] # default ["pod"]
 //! # node = "gpu-node-7"          # default: $NODE_NAME (the downward API's spec.nodeName)
 //! # namespaces = ["inference"]   # default: every namespace
 //! # label_selector = "app=vllm"  # passed to the API server
@@ -51,7 +52,11 @@ pub struct KubernetesConfig {
     pub annotated_only: Option<bool>,
     /// How often the pods are listed again (default "30s").
     pub refresh: Option<String>,
-    /// The `job` label of the targets found (default "kubernetes-pods").
+    /// What is discovered: `"pod"` (annotated pods) and `"endpoints"` (the ready endpoints on this
+    /// node of annotated Services). Default `["pod"]`.
+    pub roles: Option<Vec<String>>,
+    /// The `job` label of the targets found (default "kubernetes-pods" for pods,
+    /// "kubernetes-service-endpoints" for Services' endpoints).
     pub job: Option<String>,
     /// More labels on every series of the targets found.
     #[serde(default)]
@@ -71,8 +76,14 @@ pub struct KubernetesSettings {
     pub label_selector: Option<String>,
     pub annotated_only: bool,
     pub refresh: Duration,
-    /// `job` and the configured labels, sorted by name.
+    /// Annotated pods are targets (`roles` has "pod").
+    pub pods: bool,
+    /// Annotated Services' ready endpoints on this node are targets (`roles` has "endpoints").
+    pub endpoints: bool,
+    /// The configured labels, sorted by name, without `job`.
     pub labels: Vec<(String, String)>,
+    /// `job` as configured; unset, each role's default ([`KubernetesSettings::job`]).
+    pub job: Option<String>,
 }
 
 // === impl KubernetesConfig ===
@@ -110,11 +121,29 @@ impl KubernetesConfig {
                 return Err(bad(&field(&format!("labels.{k}")), "needs a valid label name and a value".into()));
             }
         }
-        let job = self.job.clone().unwrap_or_else(|| "kubernetes-pods".into());
-        if job.is_empty() {
+        if self.job.as_deref() == Some("") {
             return Err(bad(&field("job"), "empty".into()));
         }
-        labels.insert("job".into(), job);
+        // `job` comes from `job` or the role's default, never from `labels`.
+        labels.remove("job");
+        let job = self.job.clone();
+        let (mut pods, mut endpoints) = (false, false);
+        let roles = self.roles.clone().unwrap_or_else(|| vec!["pod".into()]);
+        if roles.is_empty() {
+            return Err(bad(&field("roles"), "empty; name \"pod\", \"endpoints\" or both".into()));
+        }
+        for (i, r) in roles.iter().enumerate() {
+            let seen = match r.as_str() {
+                "pod" => std::mem::replace(&mut pods, true),
+                "endpoints" => std::mem::replace(&mut endpoints, true),
+                _ => {
+                    return Err(bad(&field(&format!("roles[{i}]")), format!("{r:?} is not \"pod\" or \"endpoints\"")));
+                }
+            };
+            if seen {
+                return Err(bad(&field(&format!("roles[{i}]")), format!("{r:?} is named twice")));
+            }
+        }
         Ok(KubernetesSettings {
             api_url: self.api_url.as_ref().map(|u| u.trim_end_matches('/').to_string()),
             token_file: match &self.token_file {
@@ -128,7 +157,10 @@ impl KubernetesConfig {
             label_selector: self.label_selector.clone().filter(|s| !s.is_empty()),
             annotated_only: self.annotated_only.unwrap_or(true),
             refresh,
+            pods,
+            endpoints,
             labels: labels.into_iter().collect(),
+            job,
         })
     }
 }
@@ -150,6 +182,15 @@ impl KubernetesSettings {
             _ => Err("not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT \
                  are unset): set api_url"
                 .into()),
+        }
+    }
+
+    /// The `job` label of the targets of a role: `job`, or the role's Prometheus-convention default.
+    pub fn job(&self, endpoints: bool) -> &str {
+        match (&self.job, endpoints) {
+            (Some(j), _) => j,
+            (None, false) => "kubernetes-pods",
+            (None, true) => "kubernetes-service-endpoints",
         }
     }
 

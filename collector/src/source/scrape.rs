@@ -6,7 +6,8 @@
 //!
 //! An async task (HTTP is async); the targets of one round are requested concurrently, each under the
 //! source's timeout, so a slow server never delays another. With `[collector.scrape.kubernetes]`, the
-//! pods of this node found in the Kubernetes API are targets too ([`kubernetes`]), listed again every
+//! pods of this node (and, with the endpoints role, annotated Services' endpoints on it) found in the
+//! Kubernetes API are targets too ([`kubernetes`]), listed again every
 //! `refresh`; while the API cannot be read, the last targets found are kept and the source reports
 //! failure.
 
@@ -144,7 +145,12 @@ impl Found {
     fn new(settings: &crate::config::KubernetesSettings, timeout: Duration) -> Found {
         let discovery = kubernetes::Discovery::new(settings, timeout, &|v| std::env::var(v).ok());
         match &discovery {
-            Ok(d) => tracing::info!(node = d.node(), "Scrape targets: this node's pods in the Kubernetes API"),
+            Ok(d) => tracing::info!(
+                node = d.node(),
+                pods = settings.pods,
+                endpoints = settings.endpoints,
+                "Scrape targets: this node's pods and Services' endpoints in the Kubernetes API"
+            ),
             Err(error) => {
                 tracing::error!(%error, "Kubernetes discovery cannot start; scraping the static targets only")
             }
@@ -152,7 +158,7 @@ impl Found {
         Found { discovery, refresh: settings.refresh, next: Instant::now(), ok: false, targets: Vec::new() }
     }
 
-    /// Lists the pods when a refresh is due; whether the targets are current.
+    /// Lists the pods (and endpoints) when a refresh is due; whether the targets are current.
     async fn refresh(&mut self) -> bool {
         let Ok(d) = &self.discovery else { return false };
         if Instant::now() < self.next {
@@ -174,7 +180,7 @@ impl Found {
                 self.ok = true;
             }
             Err(error) => {
-                tracing::warn!(%error, kept = self.targets.len(), "Cannot list pods; keeping the last targets found");
+                tracing::warn!(%error, kept = self.targets.len(), "Cannot list pods or endpoints; keeping the last targets found");
                 self.ok = false;
             }
         }

@@ -52,6 +52,9 @@ namespaces = [{{ range $i, $n := . }}{{ if $i }}, {{ end }}{{ $n | quote }}{{ en
 label_selector = {{ . | quote }}
 {{- end }}
 refresh = {{ .refresh | quote }}
+{{- if .endpoints }}
+roles = ["pod", "endpoints"]
+{{- end }}
 {{- end }}{{ end }}
 {{- with $c.extraConfig }}
 

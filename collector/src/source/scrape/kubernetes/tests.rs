@@ -36,6 +36,9 @@ struct Api {
     status: u16,
     body: String,
     asked: Vec<(String, Option<String>)>,
+    /// Answers (status, body) for paths ending in a key (`services`, `endpointslices`), instead of
+    /// `status` and `body`.
+    by_resource: BTreeMap<&'static str, (u16, String)>,
 }
 
 /// A local HTTP server answering every GET as the API server would, with `api`'s status and body.
@@ -47,8 +50,10 @@ async fn api_server(api: Arc<Mutex<Api>>) -> String {
                 let mut a = api.lock().unwrap();
                 let auth = headers.get("authorization").map(|v| v.to_str().unwrap().to_string());
                 a.asked.push((uri.to_string(), auth));
-                let status = axum::http::StatusCode::from_u16(a.status).unwrap();
-                (status, [(axum::http::header::CONTENT_TYPE, "application/json")], a.body.clone())
+                let resource = uri.path().rsplit('/').next().unwrap_or("");
+                let (status, body) = a.by_resource.get(resource).cloned().unwrap_or((a.status, a.body.clone()));
+                let status = axum::http::StatusCode::from_u16(status).unwrap();
+                (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body)
             }
         },
     ));
@@ -89,7 +94,7 @@ struct Fixture {
 }
 
 async fn fixture(list: &Value) -> Fixture {
-    let api = Arc::new(Mutex::new(Api { status: 200, body: list.to_string(), asked: Vec::new() }));
+    let api = Arc::new(Mutex::new(Api { status: 200, body: list.to_string(), asked: Vec::new(), ..Api::default() }));
     let base = api_server(api.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
@@ -203,25 +208,30 @@ async fn errors_name_what_is_wrong() {
     // The API server's own refusal, as it words it.
     let unauthorized = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": "Unauthorized", "reason": "Unauthorized", "code": 401});
-    *f.api.lock().unwrap() = Api { status: 401, body: unauthorized.to_string(), asked: Vec::new() };
+    *f.api.lock().unwrap() = Api { status: 401, body: unauthorized.to_string(), asked: Vec::new(), ..Api::default() };
     expect!["kubernetes API API/api/v1/pods?fieldSelector=spec.nodeName%3Dv1.36-control-plane&resourceVersion=0: status 401: Unauthorized (the token was refused: check token_file, the pod's service-account token by default)"]
         .assert_eq(&err(discovered(&f, "").await.unwrap_err()));
     let forbidden = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": "pods is forbidden: User \"system:serviceaccount:argus:argus-collector\" cannot list resource \"pods\" in API group \"\" at the cluster scope",
         "reason": "Forbidden", "code": 403});
-    *f.api.lock().unwrap() = Api { status: 403, body: forbidden.to_string(), asked: Vec::new() };
+    *f.api.lock().unwrap() = Api { status: 403, body: forbidden.to_string(), asked: Vec::new(), ..Api::default() };
     expect![[r#"kubernetes API API/api/v1/pods?fieldSelector=spec.nodeName%3Dv1.36-control-plane&resourceVersion=0: status 403: pods is forbidden: User "system:serviceaccount:argus:argus-collector" cannot list resource "pods" in API group "" at the cluster scope (the service account may not list pods: give it a ClusterRole with pods get, list)"#]]
         .assert_eq(&err(discovered(&f, "").await.unwrap_err()));
     // A body cut short, and JSON of another kind.
     let body = podlist().to_string();
-    *f.api.lock().unwrap() = Api { status: 200, body: body[..body.len() / 2].to_string(), asked: Vec::new() };
+    *f.api.lock().unwrap() =
+        Api { status: 200, body: body[..body.len() / 2].to_string(), asked: Vec::new(), ..Api::default() };
     let e = err(discovered(&f, "").await.unwrap_err());
     assert!(
         e.starts_with("kubernetes API API/api/v1/pods?") && e.contains(": not a PodList: EOF while parsing"),
         "{e}"
     );
-    *f.api.lock().unwrap() =
-        Api { status: 200, body: json!({"kind": "NodeList", "items": []}).to_string(), asked: Vec::new() };
+    *f.api.lock().unwrap() = Api {
+        status: 200,
+        body: json!({"kind": "NodeList", "items": []}).to_string(),
+        asked: Vec::new(),
+        ..Api::default()
+    };
     expect![[r#"kubernetes API API/api/v1/pods?fieldSelector=spec.nodeName%3Dv1.36-control-plane&resourceVersion=0: not a PodList: kind is "NodeList""#]]
         .assert_eq(&err(discovered(&f, "").await.unwrap_err()));
     // The token file gone.
@@ -348,6 +358,12 @@ fn configuration_errors_name_the_key() {
     .assert_eq(&err("refresh = \"often\""));
     expect!["argus.toml: collector.scrape.kubernetes.node: empty; leave it out to use $NODE_NAME"]
         .assert_eq(&err("node = \"\""));
+    expect![[r#"argus.toml: collector.scrape.kubernetes.roles[1]: "endpointslices" is not "pod" or "endpoints""#]]
+        .assert_eq(&err("roles = [\"pod\", \"endpointslices\"]"));
+    expect![[r#"argus.toml: collector.scrape.kubernetes.roles: empty; name "pod", "endpoints" or both"#]]
+        .assert_eq(&err("roles = []"));
+    expect![[r#"argus.toml: collector.scrape.kubernetes.roles[1]: "pod" is named twice"#]]
+        .assert_eq(&err("roles = [\"pod\", \"pod\"]"));
 }
 
 /// The scrape source with discovery: a pod whose IP and annotated port are a local metrics server's is
@@ -386,4 +402,153 @@ async fn the_scrape_source_scrapes_the_pods_it_finds() {
         text.contains(r#"argus_collector_source_success{host="v1.36-control-plane", source="scrape"} 1"#),
         "{text}"
     );
+}
+
+/// A real API server's EndpointSliceList and ServiceList (tests/fixtures/kubernetes/README.md), parsed
+/// so that tests can change them.
+fn fixture_json(name: &str) -> Value {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/kubernetes").join(name);
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn slice<'a>(list: &'a mut Value, name: &str) -> &'a mut Value {
+    let items = list["items"].as_array_mut().unwrap();
+    items.iter_mut().find(|s| s["metadata"]["name"] == name).unwrap_or_else(|| panic!("no EndpointSlice {name}"))
+}
+
+/// The fixtures as an endpoints test wants them: every endpoint of the two slices on this node; the
+/// `kubernetes` Service's endpoint, recorded terminating, made ready (so that only its Service's
+/// missing annotations keep it out); kube-dns' slice with two more endpoints, one not ready and one
+/// on another node; the ServiceList with the `kubernetes` Service too (a copy of kube-dns' without its
+/// annotations) so that its slice has an unannotated Service.
+fn endpoints_fixtures() -> (Value, Value) {
+    let mut slices = fixture_json("endpointslicelist-kind.json");
+    let api = &mut slice(&mut slices, "kubernetes")["endpoints"][0];
+    api["nodeName"] = json!(NODE);
+    api["conditions"] = json!({"ready": true, "serving": true, "terminating": false});
+    let dns = slice(&mut slices, "kube-dns-22mvb");
+    dns["endpoints"][0]["nodeName"] = json!(NODE);
+    let mut not_ready = dns["endpoints"][0].clone();
+    not_ready["addresses"] = json!(["10.244.0.4"]);
+    not_ready["conditions"]["ready"] = json!(false);
+    let mut elsewhere = dns["endpoints"][0].clone();
+    elsewhere["addresses"] = json!(["10.244.1.5"]);
+    elsewhere["nodeName"] = json!("gpu-node-2");
+    dns["endpoints"].as_array_mut().unwrap().extend([not_ready, elsewhere]);
+    let mut services = fixture_json("servicelist-kind.json");
+    let mut kubernetes = services["items"][0].clone();
+    kubernetes["metadata"]["name"] = json!("kubernetes");
+    kubernetes["metadata"]["namespace"] = json!("default");
+    kubernetes["metadata"].as_object_mut().unwrap().remove("annotations");
+    services["items"].as_array_mut().unwrap().push(kubernetes);
+    (slices, services)
+}
+
+/// A fake API server answering pods with `pods`, and services and EndpointSlices with the fixtures.
+async fn endpoints_fixture(pods: &Value, slices: &Value, services: &Value) -> Fixture {
+    let f = fixture(pods).await;
+    let mut a = f.api.lock().unwrap();
+    a.by_resource.insert("services", (200, services.to_string()));
+    a.by_resource.insert("endpointslices", (200, slices.to_string()));
+    drop(a);
+    f
+}
+
+#[tokio::test]
+async fn endpoints_role_finds_annotated_services_ready_endpoints_on_this_node_only() {
+    let (slices, services) = endpoints_fixtures();
+    let f = endpoints_fixture(&podlist(), &slices, &services).await;
+    // kube-dns is annotated port 9153: its ready endpoint on this node is found, once; the not-ready
+    // one, the one on gpu-node-2 and the unannotated `kubernetes` Service's are not.
+    check(
+        &discovered(&f, "roles = [\"endpoints\"]\n").await.unwrap(),
+        expect![[r#"
+            http://10.244.0.3:9153/metrics instance=10.244.0.3:9153 job=kubernetes-service-endpoints namespace=kube-system pod=coredns-66bff467f8-z8czk service=kube-dns
+        "#]],
+    );
+    let asked: Vec<String> = f.api.lock().unwrap().asked.iter().map(|(u, _)| u.clone()).collect();
+    assert_eq!(
+        asked,
+        ["/api/v1/services?resourceVersion=0", "/apis/discovery.k8s.io/v1/endpointslices?resourceVersion=0"]
+    );
+
+    // Both roles, per namespace, with the Service's own scheme and path: the endpoint's target Pod
+    // renamed to a pod of this node's PodList, which names the container declaring the port.
+    let (mut slices, mut services) = endpoints_fixtures();
+    slice(&mut slices, "kube-dns-22mvb")["endpoints"][0]["targetRef"]["name"] = json!("coredns-589f44dc88-4fpns");
+    let ann = &mut services["items"][0]["metadata"]["annotations"];
+    ann["prometheus.io/path"] = json!("dns-metrics");
+    ann["prometheus.io/scheme"] = json!("https");
+    // The other CoreDNS pod is annotated too, on the same port as the Service's: scraped once, as the pod.
+    let mut pods = podlist();
+    annotate(
+        &mut pods,
+        "coredns-589f44dc88-lxdzt",
+        json!({"prometheus.io/scrape": "true", "prometheus.io/port": "9153", "prometheus.io/scheme": "https", "prometheus.io/path": "/dns-metrics"}),
+    );
+    slice(&mut slices, "kube-dns-22mvb")["endpoints"][1]["conditions"]["ready"] = json!(true);
+    slice(&mut slices, "kube-dns-22mvb")["endpoints"][1]["addresses"] = json!(["10.244.0.2"]);
+    let f = endpoints_fixture(&pods, &slices, &services).await;
+    let extra = "roles = [\"pod\", \"endpoints\"]\nnamespaces = [\"kube-system\", \"default\"]\nlabels = { cluster = \"kind\" }\n";
+    check(
+        &discovered(&f, extra).await.unwrap(),
+        expect![[r#"
+            https://10.244.0.2:9153/dns-metrics cluster=kind container=coredns instance=10.244.0.2:9153 job=kubernetes-pods namespace=kube-system pod=coredns-589f44dc88-lxdzt
+            https://10.244.0.3:9153/dns-metrics cluster=kind container=coredns instance=10.244.0.3:9153 job=kubernetes-service-endpoints namespace=kube-system pod=coredns-589f44dc88-4fpns service=kube-dns
+        "#]],
+    );
+    let asked: Vec<String> =
+        f.api.lock().unwrap().asked.iter().map(|(u, _)| u.split('?').next().unwrap().to_string()).collect();
+    assert_eq!(
+        asked,
+        [
+            "/api/v1/namespaces/kube-system/pods",
+            "/api/v1/namespaces/default/pods",
+            "/api/v1/namespaces/kube-system/services",
+            "/api/v1/namespaces/default/services",
+            "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices",
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+        ]
+    );
+
+    // Without annotated_only, every Service's ready endpoints on this node, on each TCP port of its
+    // slice (kube-dns' UDP port 53 is not scraped), labelled with `job`.
+    let (slices, services) = endpoints_fixtures();
+    let f = endpoints_fixture(&podlist(), &slices, &services).await;
+    check(
+        &discovered(&f, "roles = [\"endpoints\"]\nannotated_only = false\njob = \"k8s\"\n").await.unwrap(),
+        expect![[r#"
+            http://172.18.0.2:6443/metrics instance=172.18.0.2:6443 job=k8s namespace=default service=kubernetes
+            http://10.244.0.3:9153/metrics instance=10.244.0.3:9153 job=k8s namespace=kube-system pod=coredns-66bff467f8-z8czk service=kube-dns
+        "#]],
+    );
+}
+
+#[tokio::test]
+async fn endpoints_role_errors_name_what_is_wrong() {
+    let (slices, services) = endpoints_fixtures();
+    let f = endpoints_fixture(&podlist(), &slices, &services).await;
+    let err = |e: DiscoveryError| e.to_string().replace(&f.base, "API");
+    let forbidden = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "services is forbidden: User \"system:serviceaccount:argus:argus-collector\" cannot list resource \"services\" in API group \"\" at the cluster scope",
+        "reason": "Forbidden", "code": 403});
+    f.api.lock().unwrap().by_resource.insert("services", (403, forbidden.to_string()));
+    expect![[r#"kubernetes API API/api/v1/services?resourceVersion=0: status 403: services is forbidden: User "system:serviceaccount:argus:argus-collector" cannot list resource "services" in API group "" at the cluster scope (the service account may not list services, which the endpoints role needs: give it a ClusterRole with services list)"#]]
+        .assert_eq(&err(discovered(&f, "roles = [\"endpoints\"]\n").await.unwrap_err()));
+    // The services listed, the EndpointSlices forbidden, then answered with another kind.
+    {
+        let mut a = f.api.lock().unwrap();
+        a.by_resource.insert("services", (200, services.to_string()));
+        let forbidden = json!({"message": "endpointslices.discovery.k8s.io is forbidden"});
+        a.by_resource.insert("endpointslices", (403, forbidden.to_string()));
+    }
+    expect!["kubernetes API API/apis/discovery.k8s.io/v1/endpointslices?resourceVersion=0: status 403: endpointslices.discovery.k8s.io is forbidden (the service account may not list endpointslices, which the endpoints role needs: give it a ClusterRole with endpointslices list in API group discovery.k8s.io)"]
+        .assert_eq(&err(discovered(&f, "roles = [\"endpoints\"]\n").await.unwrap_err()));
+    f.api.lock().unwrap().by_resource.insert("endpointslices", (200, services.to_string()));
+    expect![[r#"kubernetes API API/apis/discovery.k8s.io/v1/endpointslices?resourceVersion=0: not a EndpointSliceList: kind is "ServiceList""#]]
+        .assert_eq(&err(discovered(&f, "roles = [\"endpoints\"]\n").await.unwrap_err()));
+    // With the pod role only (the default), neither is asked for.
+    f.api.lock().unwrap().asked.clear();
+    discovered(&f, "").await.unwrap();
+    assert_eq!(f.api.lock().unwrap().asked.len(), 1);
 }
