@@ -2,7 +2,9 @@
 //! label matches as the empty string).
 
 use regex::Regex;
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MatchOp {
@@ -26,17 +28,37 @@ pub enum MatcherError {
     BadRegex { name: String, pattern: String, reason: String },
 }
 
+/// Patterns kept compiled at most; past it the cache starts afresh.
+const REGEX_CACHE_MAX: usize = 4096;
+
+/// `value` compiled as a fully anchored regex, from a cache shared by the process. Rules and
+/// dashboards send the same selectors at every evaluation, and compiling a regex costs more than the
+/// rest of a small query (most of a rule evaluation's CPU before the cache). A `Regex` clone shares
+/// the compiled program. A plain map emptied when full is enough here: the patterns in use are few
+/// and stable, so an LRU crate would add a dependency for no measurable gain.
+fn anchored(value: &str) -> Result<Regex, regex::Error> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Regex>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let lock = || cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(re) = lock().get(value) {
+        return Ok(re.clone());
+    }
+    let re = Regex::new(&format!("^(?s:{value})$"))?;
+    let mut c = lock();
+    if c.len() >= REGEX_CACHE_MAX {
+        c.clear();
+    }
+    c.insert(value.to_string(), re.clone());
+    Ok(re)
+}
+
 impl Matcher {
     pub fn new(name: impl Into<String>, op: MatchOp, value: impl Into<String>) -> Result<Self, MatcherError> {
         let (name, value) = (name.into(), value.into());
         let re = match op {
-            MatchOp::RegexMatch | MatchOp::RegexNoMatch => {
-                Some(Regex::new(&format!("^(?s:{value})$")).map_err(|e| MatcherError::BadRegex {
-                    name: name.clone(),
-                    pattern: value.clone(),
-                    reason: e.to_string(),
-                })?)
-            }
+            MatchOp::RegexMatch | MatchOp::RegexNoMatch => Some(anchored(&value).map_err(|e| {
+                MatcherError::BadRegex { name: name.clone(), pattern: value.clone(), reason: e.to_string() }
+            })?),
             _ => None,
         };
         Ok(Matcher { name, op, value, re })
