@@ -448,7 +448,7 @@ impl PostedRules {
     /// The sink and its sender task; every post carries `token` (`[server] alert_token_file`).
     pub fn start(
         alert_urls: &[String],
-        token: Option<argus_analyzer::runtime::alerts::TokenFile>,
+        token: Option<argus_store_api::SecretFile>,
     ) -> Result<(Arc<PostedRules>, tokio::task::JoinHandle<()>)> {
         let out = argus_analyzer::runtime::HttpAlertOut::new(alert_urls)
             .map_err(anyhow::Error::msg)

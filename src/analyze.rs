@@ -55,7 +55,7 @@ pub struct AlertsTo<'a> {
     pub capacity: Option<Arc<OutboxNotifier>>,
     pub alert_urls: &'a [String],
     /// `[server] alert_token_file`: the token sent to `alert_urls`.
-    pub alert_token: Option<argus_analyzer::runtime::alerts::TokenFile>,
+    pub alert_token: Option<argus_store_api::SecretFile>,
 }
 
 /// The analyzer of `[analyzer]` for share `shard` of the work, its state under `data_dir`.

@@ -109,12 +109,12 @@ impl Config {
     }
 
     /// `[server] alert_token_file`, read now so that an unreadable or empty file stops the start.
-    pub fn alert_token(&self) -> Result<Option<argus_analyzer::runtime::alerts::TokenFile>> {
+    pub fn alert_token(&self) -> Result<Option<argus_store_api::SecretFile>> {
         let Some(path) = &self.server.alert_token_file else { return Ok(None) };
         if self.alert_urls()?.is_empty() {
             bail!("server.alert_token_file: only sent to server.alert_urls, which is empty");
         }
-        let token = argus_analyzer::runtime::alerts::TokenFile::open(path).map_err(|e| anyhow!("server.{e}"))?;
+        let token = argus_store_api::SecretFile::open("alert_token_file", path).map_err(|e| anyhow!("server.{e}"))?;
         Ok(Some(token))
     }
 }

@@ -11,7 +11,9 @@ pub mod openapi;
 pub mod promql;
 pub mod remote_write;
 pub mod scope;
+pub mod secret_file;
 
 pub use backend::{BackendError, BoxFuture, QueryValue, Series, StoreBackend};
 pub use remote_write::WriteSeries;
 pub use scope::LabelScope;
+pub use secret_file::{SecretFile, SecretSource};

@@ -5,10 +5,10 @@
 use super::config::Rule;
 use crate::detect::peer::PeerScore;
 use argus_model::Labels;
+use argus_store_api::SecretFile;
 use argus_store_api::backend::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// A firing alert is sent again this often, as Prometheus' `--rules.alert.resend-delay`.
@@ -50,7 +50,7 @@ pub trait AlertOut: Send + Sync {
 pub struct HttpAlertOut {
     client: reqwest::Client,
     urls: Vec<String>,
-    token: Option<TokenFile>,
+    token: Option<SecretFile>,
 }
 
 impl HttpAlertOut {
@@ -64,8 +64,11 @@ impl HttpAlertOut {
         Ok(HttpAlertOut { client, urls, token: None })
     }
 
-    /// Sends every post with `Authorization: Bearer` and the token in `token` (see [`TokenFile`]).
-    pub fn with_token(self, token: Option<TokenFile>) -> HttpAlertOut {
+    /// Sends every post with `Authorization: Bearer` and the token in `token` (`[server]
+    /// alert_token_file`), read again for every post, so that a rotated token is sent without a
+    /// restart; a post whose file cannot be read fails like one no alertd answered, and its alerts go
+    /// again at the next resend.
+    pub fn with_token(self, token: Option<SecretFile>) -> HttpAlertOut {
         HttpAlertOut { token, ..self }
     }
 
@@ -74,7 +77,7 @@ impl HttpAlertOut {
     /// again with the next resend (every [`RESEND`] while they fire).
     pub async fn post<T: Serialize + Sync>(&self, alerts: &[T]) -> Result<(), String> {
         let body = serde_json::to_vec(alerts).map_err(|e| e.to_string())?;
-        let token = self.token.as_ref().map(TokenFile::read).transpose()?;
+        let token = self.token.as_ref().map(SecretFile::read).transpose()?;
         let sends = self.urls.iter().map(|url| {
             let req = self.client.post(url).header("content-type", "application/json").body(body.clone());
             let req = match &token {
@@ -100,32 +103,6 @@ impl HttpAlertOut {
             tracing::warn!(%error, "An alert receiver missed a post; it hears the alerts at the next resend");
         }
         Ok(())
-    }
-}
-
-/// The file holding the token sent to alertd (`[server] alert_token_file`, a mounted Kubernetes
-/// Secret). Read when the sender is made, so that an unreadable or empty file stops the start, and again
-/// for every post, so that a rotated token is sent without a restart; a post whose file cannot be read
-/// fails like one no alertd answered, and its alerts go again at the next resend.
-#[derive(Debug, Clone)]
-pub struct TokenFile(PathBuf);
-
-impl TokenFile {
-    /// Checks the file now.
-    pub fn open(path: &Path) -> Result<TokenFile, String> {
-        let t = TokenFile(path.to_path_buf());
-        t.read()?;
-        Ok(t)
-    }
-
-    /// The token: the file's text without its trailing newline. Errors name the file, never the token.
-    pub fn read(&self) -> Result<argus_model::Secret, String> {
-        let fail = |why: String| format!("alert_token_file {}: {why}", self.0.display());
-        let text = std::fs::read_to_string(&self.0).map_err(|e| fail(e.to_string()))?;
-        match text.trim_end_matches(['\n', '\r']) {
-            t if t.trim().is_empty() => Err(fail("empty".into())),
-            t => Ok(argus_model::Secret::new(t)),
-        }
     }
 }
 
@@ -243,14 +220,16 @@ mod tests {
         let (base, seen) = alertd("t2").await;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
-        let e = TokenFile::open(&path).unwrap_err().replace(&dir.path().display().to_string(), "DIR");
+        let e =
+            SecretFile::open("alert_token_file", &path).unwrap_err().replace(&dir.path().display().to_string(), "DIR");
         assert_eq!(e, "alert_token_file DIR/token: No such file or directory (os error 2)");
         std::fs::write(&path, "\n").unwrap();
-        let e = TokenFile::open(&path).unwrap_err().replace(&dir.path().display().to_string(), "DIR");
+        let e =
+            SecretFile::open("alert_token_file", &path).unwrap_err().replace(&dir.path().display().to_string(), "DIR");
         assert_eq!(e, "alert_token_file DIR/token: empty");
 
         std::fs::write(&path, "t1\n").unwrap();
-        let token = Some(TokenFile::open(&path).unwrap());
+        let token = Some(SecretFile::open("alert_token_file", &path).unwrap());
         let out = HttpAlertOut::new(std::slice::from_ref(&base)).unwrap().with_token(token.clone());
         let capacity = HttpCapacityOut::new(std::slice::from_ref(&base)).unwrap().with_token(token);
         let e = out.post::<Alert>(&[]).await.unwrap_err();

@@ -2,8 +2,6 @@
 //! (`*Spec`, serde), and as validated (`*Options`, which cannot be invalid). Validation is pure; reading
 //! the CA file and the secret files waits for [`super::connect`].
 
-mod secret_file;
-
 use reqwest::Url;
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -13,7 +11,7 @@ use std::time::Duration;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use argus_model::Secret;
-pub use secret_file::{SecretFile, SecretSource};
+pub use argus_store_api::secret_file::{SecretFile, SecretSource};
 
 /// The remote engine behind a Prometheus-compatible backend; it decides the URL layout.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

@@ -3,7 +3,7 @@
 //! every round; a hand-over that fails is tried again at the pool's next plan.
 
 use crate::capacity::Recommendation;
-use crate::runtime::alerts::TokenFile;
+use argus_store_api::SecretFile;
 use argus_store_api::backend::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ pub struct CapacityPush {
 pub struct HttpCapacityOut {
     client: reqwest::Client,
     urls: Vec<String>,
-    token: Option<TokenFile>,
+    token: Option<SecretFile>,
 }
 
 impl HttpCapacityOut {
@@ -40,7 +40,7 @@ impl HttpCapacityOut {
     }
 
     /// Sends every push with `Authorization: Bearer` and the token in `token`, as alerts are sent.
-    pub fn with_token(self, token: Option<TokenFile>) -> HttpCapacityOut {
+    pub fn with_token(self, token: Option<SecretFile>) -> HttpCapacityOut {
         HttpCapacityOut { token, ..self }
     }
 
@@ -64,7 +64,7 @@ impl CapacityOut for HttpCapacityOut {
     fn push(&self, plans: Vec<Recommendation>) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             let body = CapacityPush { plans };
-            let token = self.token.as_ref().map(TokenFile::read).transpose()?;
+            let token = self.token.as_ref().map(SecretFile::read).transpose()?;
             let mut failed = Vec::new();
             for url in &self.urls {
                 match self.push_to(url, &body, token.as_ref().map(|t| t.expose())).await {

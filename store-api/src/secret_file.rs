@@ -1,8 +1,10 @@
-//! Secrets kept in files, as Kubernetes mounts a Secret: `bearer_token_file`, `basic_auth.password_file`.
+//! Secrets kept in files, as Kubernetes mounts a Secret: a remote store's `bearer_token_file` and
+//! `basic_auth.password_file`, `[server] alert_token_file` for the alerts the rules and the analyzer
+//! post.
 
-use super::Secret;
-use std::path::PathBuf;
-use std::sync::Arc;
+use argus_model::Secret;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A secret written in the section, or the file it is read from.
 #[derive(Debug, Clone)]
@@ -29,12 +31,19 @@ pub struct SecretFile {
     /// The key that names the file (`bearer_token_file`), for errors.
     pub key: &'static str,
     pub path: PathBuf,
-    last: Arc<parking_lot::Mutex<Option<Secret>>>,
+    last: Arc<Mutex<Option<Secret>>>,
 }
 
 impl SecretFile {
     pub fn new(key: &'static str, path: PathBuf) -> SecretFile {
         SecretFile { key, path, last: Arc::default() }
+    }
+
+    /// The file named by `key`, read now so that an unreadable or empty one stops the start.
+    pub fn open(key: &'static str, path: &Path) -> Result<SecretFile, String> {
+        let f = SecretFile::new(key, path.to_path_buf());
+        f.read()?;
+        Ok(f)
     }
 
     /// Reads the file: its text without the trailing newline, which must not be empty. The error
@@ -47,7 +56,7 @@ impl SecretFile {
             return Err(fail("empty".into()));
         }
         let secret = Secret::new(text);
-        *self.last.lock() = Some(secret.clone());
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(secret.clone());
         Ok(secret)
     }
 
@@ -58,7 +67,7 @@ impl SecretFile {
             Ok(s) => Some(s),
             Err(error) => {
                 tracing::warn!(%error, "Cannot read a secret file; sending the last secret read from it");
-                self.last.lock().clone()
+                self.last.lock().unwrap_or_else(PoisonError::into_inner).clone()
             }
         }
     }
