@@ -7,6 +7,7 @@ pub mod event;
 pub mod labels;
 pub mod lineprotocol;
 pub mod matcher;
+pub mod memo;
 pub mod sample;
 pub mod secret;
 pub mod shard;

@@ -1,10 +1,9 @@
 //! Label matchers: `=`, `!=`, `=~`, `!~`, with Prometheus semantics (regexes fully anchored; a missing
 //! label matches as the empty string).
 
+use crate::memo::Memo;
 use regex::Regex;
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Mutex, OnceLock, PoisonError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MatchOp {
@@ -28,28 +27,13 @@ pub enum MatcherError {
     BadRegex { name: String, pattern: String, reason: String },
 }
 
-/// Patterns kept compiled at most; past it the cache starts afresh.
-const REGEX_CACHE_MAX: usize = 4096;
+/// Patterns kept compiled at most.
+const REGEX_MEMO_MAX: usize = 4096;
 
-/// `value` compiled as a fully anchored regex, from a cache shared by the process. Rules and
-/// dashboards send the same selectors at every evaluation, and compiling a regex costs more than the
-/// rest of a small query (most of a rule evaluation's CPU before the cache). A `Regex` clone shares
-/// the compiled program. A plain map emptied when full is enough here: the patterns in use are few
-/// and stable, so an LRU crate would add a dependency for no measurable gain.
+/// `value` compiled as a fully anchored regex, once per process (see [`Memo`]).
 fn anchored(value: &str) -> Result<Regex, regex::Error> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Regex>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let lock = || cache.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(re) = lock().get(value) {
-        return Ok(re.clone());
-    }
-    let re = Regex::new(&format!("^(?s:{value})$"))?;
-    let mut c = lock();
-    if c.len() >= REGEX_CACHE_MAX {
-        c.clear();
-    }
-    c.insert(value.to_string(), re.clone());
-    Ok(re)
+    static REGEXES: Memo<Regex> = Memo::new(REGEX_MEMO_MAX, usize::MAX);
+    REGEXES.get_or_try(value, || Regex::new(&format!("^(?s:{value})$")))
 }
 
 impl Matcher {

@@ -18,6 +18,7 @@ mod selector_tests;
 mod tests;
 
 use crate::{Db, DbError};
+use argus_model::memo::Memo;
 use argus_model::{Labels, METRIC_NAME, MatchOp, Matcher, Sample};
 use memory::{QueryMemory, Reservation};
 use promql_parser::label::MatchOp as PMatchOp;
@@ -100,31 +101,18 @@ pub fn matchers_of(vs: &VectorSelector) -> Result<Vec<Matcher>, String> {
     Ok(out)
 }
 
-/// Queries kept parsed at most, and the longest query text kept; past the count the cache starts afresh.
-const PARSED_CACHE_MAX: usize = 1024;
-const PARSED_CACHE_MAX_LEN: usize = 16 << 10;
+/// Queries kept parsed at most, and the longest query text kept.
+const PARSED_MEMO_MAX: usize = 1024;
+const PARSED_MEMO_MAX_LEN: usize = 16 << 10;
 
-/// `query` parsed, from a cache shared by the process: the rules role and dashboards send the same
-/// text again and again, and parsing compiles every regex matcher anew. Only queries that parse are
-/// kept (an `Expr` clone shares its compiled regexes).
+/// `query` parsed, once per process (see [`Memo`]): parsing compiles every regex matcher anew, and an
+/// `Expr` clone shares them. Only queries that parse are kept.
 fn parse(query: &str) -> Result<Expr, QueryError> {
-    static CACHE: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, Expr>>> =
-        std::sync::OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let lock = || cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(e) = lock().get(query) {
-        return Ok(e.clone());
-    }
-    let expr = argus_store_api::promql::parse(query)
-        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
-    if query.len() <= PARSED_CACHE_MAX_LEN {
-        let mut c = lock();
-        if c.len() >= PARSED_CACHE_MAX {
-            c.clear();
-        }
-        c.insert(query.to_string(), expr.clone());
-    }
-    Ok(expr)
+    static PARSED: Memo<Expr> = Memo::new(PARSED_MEMO_MAX, PARSED_MEMO_MAX_LEN);
+    PARSED.get_or_try(query, || {
+        argus_store_api::promql::parse(query)
+            .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
+    })
 }
 
 /// Checks that `query` parses, as the query endpoints would; the error is the message those endpoints
