@@ -9,7 +9,7 @@
 //! (`Extension<Arc<LabelScope>>`).
 
 use super::{Auth, api_error};
-use argus_store::http::is_form;
+use argus_store::http::{MAX_FORM_BYTES, carries_form};
 use argus_store_api::LabelScope;
 use axum::body::Body;
 use axum::extract::Request;
@@ -71,10 +71,6 @@ pub fn confinement(method: &Method, path: &str) -> Option<Confine> {
         .map(|(_, _, c)| *c)
 }
 
-/// The largest form body rewritten for a confined token: a query's form is a few KiB; Grafana's
-/// longest `match[]` lists stay far below this.
-const MAX_FORM_BYTES: usize = 4 << 20;
-
 /// Passes `req` on confined to `scope`, or answers why it cannot be.
 pub async fn confine(auth: &Auth, token: &str, scope: &Arc<LabelScope>, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_string();
@@ -105,7 +101,7 @@ pub async fn confine(auth: &Auth, token: &str, scope: &Arc<LabelScope>, req: Req
 /// `req` with `query` or every `match[]` restricted to `scope`, in its URL and its form body.
 async fn rewrite(scope: &LabelScope, req: Request, how: Confine) -> Result<Request, (StatusCode, String)> {
     let (mut parts, body) = req.into_parts();
-    let form = matches!(parts.method, Method::POST | Method::PUT | Method::PATCH) && is_form(&parts.headers);
+    let form = carries_form(&parts.method, &parts.headers);
     let (body, form) = if form {
         let bytes = axum::body::to_bytes(body, MAX_FORM_BYTES).await.map_err(|e| {
             (StatusCode::PAYLOAD_TOO_LARGE, format!("form body unreadable or over {MAX_FORM_BYTES} bytes: {e}"))

@@ -17,7 +17,7 @@ mod query;
 mod status;
 mod status_tsdb;
 
-pub use params::is_form;
+pub use params::{MAX_FORM_BYTES, carries_form};
 pub use proxy::{is_proxied, read_proxy_router};
 pub use status::{AlertInfo, AlertingInfo, RuleGroupInfo, RuleInfo, RuleSource};
 pub use status_tsdb::document as tsdb_status_document;

@@ -19,15 +19,24 @@ impl<S: Send + Sync> FromRequest<S> for Params {
 
     async fn from_request(req: Request, state: &S) -> Result<Params, Response> {
         let query = req.uri().query().map(str::to_owned);
-        let form = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) && is_form(req.headers());
+        let form = carries_form(req.method(), req.headers());
         let body = Bytes::from_request(req, state).await.map_err(|e| err(e.status(), "bad_data", e.body_text()))?;
         Ok(Params::parse(query.as_deref(), if form { &body } else { &[] }))
     }
 }
 
-/// Whether a request declares a form body (`application/x-www-form-urlencoded`, any parameters):
-/// the query endpoints read their parameters from such a body too.
-pub fn is_form(headers: &HeaderMap) -> bool {
+/// The largest form body read outside the handlers' own extractor (a confined token's rewrite, the
+/// read pass-through to a remote store): a query's form is a few KiB, Grafana's longest `match[]`
+/// lists far below this.
+pub const MAX_FORM_BYTES: usize = 4 << 20;
+
+/// Whether a request's body holds parameters: a form-encoded POST, PUT or PATCH, as Go's
+/// `Request.ParseForm` reads it for Prometheus.
+pub fn carries_form(method: &Method, headers: &HeaderMap) -> bool {
+    matches!(*method, Method::POST | Method::PUT | Method::PATCH) && is_form(headers)
+}
+
+fn is_form(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

@@ -3,7 +3,7 @@
 //! paths, from the store that holds the data.
 
 use super::envelope::err;
-use super::params::is_form;
+use super::params::{MAX_FORM_BYTES, carries_form};
 use crate::backend::ReadProxy;
 use crate::backend::prometheus::PROXIED;
 use axum::Router;
@@ -13,9 +13,6 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use std::sync::Arc;
-
-/// The largest form body passed through; a query's form is a few KiB.
-const MAX_FORM_BYTES: usize = 4 << 20;
 
 /// The read endpoints under `/api/v1/` ([`PROXIED`]), GET and form POST, each passed to `proxy`.
 pub fn read_proxy_router(proxy: Arc<ReadProxy>) -> Router {
@@ -42,7 +39,7 @@ async fn forward(State(proxy): State<Arc<ReadProxy>>, req: Request) -> Response 
     let Some(endpoint) = parts.uri.path().strip_prefix("/api/v1/").map(str::to_string) else {
         return err(StatusCode::NOT_FOUND, "not_found", format!("{} is not a read endpoint", parts.uri.path()));
     };
-    let form = if parts.method == axum::http::Method::POST && is_form(&parts.headers) {
+    let form = if carries_form(&parts.method, &parts.headers) {
         match axum::body::to_bytes(body, MAX_FORM_BYTES).await {
             Ok(b) => Some(b),
             Err(e) => return err(StatusCode::PAYLOAD_TOO_LARGE, "bad_data", format!("form body: {e}")),
