@@ -5,9 +5,9 @@
 //! the configuration they carry goes through `argus check-config`, and values.schema.json refuses bad
 //! values before anything renders.
 
+use crate::support::server::token_digest;
 use serde::Deserialize;
 use serde_norway::Value;
-use sha2::Digest;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -217,7 +217,7 @@ fn the_chart_wires_secrets_shards_and_replicas_together() {
     let serve = str_at(&find(&res, "ConfigMap", "argus-config")["data"]["serve.toml"], "serve.toml");
     for key in ["collectorToken", "metricsToken"] {
         let token = str_at(&values["secrets"][key], key);
-        let digest: String = sha2::Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let digest = token_digest(token);
         assert!(serve.contains(&format!("sha256 = \"{digest}\"")), "serve.toml lacks the digest of {key}:\n{serve}");
         assert!(!serve.contains(token), "serve.toml holds the token {key} itself");
     }
@@ -283,7 +283,7 @@ fn a_secret_made_by_the_chart_in_fleet_mode_lets_the_shards_post_alerts_to_alert
     assert!(out.status.success(), "{}", text(&out));
     let res = resources(&String::from_utf8_lossy(&out.stdout));
     let data = &find(&res, "ConfigMap", "argus-config")["data"];
-    let digest: String = sha2::Sha256::digest(store_token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let digest = token_digest(store_token);
     for file in ["store.toml", "alertd.toml"] {
         let t = str_at(&data[file], file);
         assert!(t.contains(&format!("sha256 = \"{digest}\"")), "{file} does not accept the fleet roles' token:\n{t}");

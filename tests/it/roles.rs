@@ -16,7 +16,6 @@ use argus_store::remote_write::WriteSeries;
 use peers::Peer;
 use serde_json::Value;
 use server::{Server, free_port, now_ms};
-use sha2::Digest;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -272,7 +271,7 @@ fn rules_and_analyzer_post_to_alert_urls_with_the_token_of_alert_token_file() {
     let fault = (now_ms() / STEP + 6) * STEP;
     let _feeder = Feeder::start(vm.backend(), fault);
     // alertd takes alerts only with the token (reading them needs none here, for the test).
-    let digest: String = sha2::Sha256::digest(b"argus_fleet").iter().map(|b| format!("{b:02x}")).collect();
+    let digest = server::token_digest("argus_fleet");
     let auth = format!(
         "[auth]\nanonymous = [\"read\"]\n[[auth.tokens]]\nname = \"fleet\"\nscopes = [\"write\"]\nsha256 = \"{digest}\"\n"
     );

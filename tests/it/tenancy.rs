@@ -8,8 +8,7 @@ use crate::support::server;
 use argus_model::{Labels, Sample};
 use argus_store::remote_write::{WriteSeries, encode};
 use serde_json::{Value, json};
-use server::{Server, enc, now_ms, rfc3339, secs};
-use sha2::{Digest, Sha256};
+use server::{Server, enc, now_ms, rfc3339, secs, token_digest};
 use std::time::{Duration, Instant};
 
 /// The tokens, `{a}`, `{b}` and `{ops}` standing for their digests.
@@ -51,16 +50,20 @@ const A: &str = "Bearer team-a-token";
 const B: &str = "Bearer team-b-token";
 const OPS: &str = "Bearer ops-token";
 
+/// `CONFIG` with the tokens' digests filled in.
+fn tokens() -> String {
+    CONFIG
+        .replace("{a}", &token_digest("team-a-token"))
+        .replace("{b}", &token_digest("team-b-token"))
+        .replace("{ops}", &token_digest("ops-token"))
+}
+
 /// The server with the three tokens and two rules, one per team, and its scratch directory.
 fn start() -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("scratch dir");
     std::fs::write(dir.path().join("alertd.yml"), ALERTD).unwrap();
     std::fs::write(dir.path().join("rules.yml"), RULES).unwrap();
-    let digest = |t: &str| Sha256::digest(t.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>();
-    let cfg = CONFIG
-        .replace("{a}", &digest("team-a-token"))
-        .replace("{b}", &digest("team-b-token"))
-        .replace("{ops}", &digest("ops-token"));
+    let cfg = tokens();
     let alertd = dir.path().join("alertd.yml").display().to_string();
     (Server::with_config(&format!("{cfg}\n[alertd]\nconfig_file = {alertd:?}\n")), dir)
 }
@@ -358,11 +361,7 @@ fn on_victoriametrics_reads_pass_through_narrowed() {
         .expect("import into VictoriaMetrics");
     assert!(r.status().is_success(), "{:?}", r.text());
     vm.flush();
-    let digest = |t: &str| Sha256::digest(t.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>();
-    let tokens = CONFIG
-        .replace("{a}", &digest("team-a-token"))
-        .replace("{b}", &digest("team-b-token"))
-        .replace("{ops}", &digest("ops-token"));
+    let tokens = tokens();
     let s = Server::with_config(&format!(
         "[store]\nbackend = \"prometheus\"\n[store.remote]\nflavour = \"victoriametrics\"\nurl = \"{}\"\n{tokens}",
         vm.base

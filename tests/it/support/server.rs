@@ -423,6 +423,12 @@ pub fn rfc3339(secs: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
 }
 
+/// The `sha256` an `[[auth.tokens]]` entry holds for `token`: lowercase hex of its SHA-256.
+pub fn token_digest(token: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Percent-encodes a query parameter value.
 pub fn enc(s: &str) -> String {
     let mut out = String::with_capacity(s.len() * 3);
